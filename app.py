@@ -1,0 +1,56 @@
+"""Builds greenfront's WSGI application: ``gunicorn -c gunicorn.conf.py app:api``.
+
+Order: config → worker state → Falcon app (error handlers, auth) → routes → the offload driver
+around it. Routes are listed here, in one place, grouped as vLLM's frontends group them.
+
+Runs on: import time in each gunicorn worker (after fork and gevent's patching).
+"""
+from __future__ import annotations
+
+import logging
+
+import falcon
+
+from config import Config
+from middleware import errors as error_handlers
+from middleware.auth import AuthMiddleware
+from middleware.offload import OffloadMiddleware
+from resources.chat.resource import ChatCompletionsResource
+from resources.completions.resource import CompletionsResource
+from resources.health import HealthResource, LoadResource, VersionResource
+from resources.models import ModelsResource
+from resources.tokenize.resource import DetokenizeResource, TokenizeResource
+from runtime.request_pool import get_pool
+from runtime.state import WorkerState
+
+
+def build_api(config: Config, state: WorkerState | None = None) -> OffloadMiddleware:
+    """The WSGI callable: the Falcon app wrapped by the offload driver."""
+    state = state or WorkerState(config)
+    app = falcon.App(middleware=[AuthMiddleware(config.api_keys)])
+    error_handlers.install(app)
+
+    # Health and metadata: answered in the HTTP hub, never queued behind request work.
+    app.add_route("/health", HealthResource(state))
+    app.add_route("/version", VersionResource(state))
+    app.add_route("/load", LoadResource(state))
+    app.add_route("/v1/models", ModelsResource(state))
+    # OpenAI API and vLLM's tokenizer routes: offloaded to the request pool.
+    app.add_route("/v1/completions", CompletionsResource(state))
+    app.add_route("/v1/chat/completions", ChatCompletionsResource(state))
+    app.add_route("/tokenize", TokenizeResource(state))
+    app.add_route("/detokenize", DetokenizeResource(state))
+
+    api = OffloadMiddleware(
+        app,
+        pool=lambda: get_pool(config.request_threads, config.switch_interval),
+        enabled=config.offload,
+        max_body_bytes=config.max_body_bytes,
+        before=state.ensure_started,
+    )
+    api.state = state  # for gunicorn's hooks (post_worker_init starts it, worker_exit stops it)
+    return api
+
+
+logging.basicConfig(level=logging.INFO, format="%(asctime)s [%(process)d] [%(name)s] %(message)s")
+api = build_api(Config.from_env())

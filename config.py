@@ -1,0 +1,174 @@
+"""The one place that reads environment variables: a frozen ``Config`` built once.
+
+Everything else receives the ``Config`` (or values taken from it); no other module reads
+``os.environ``. A value that does not parse is logged as a warning and the default is used,
+so a typo never stops a server from starting.
+
+Runs on: import time of the gunicorn master (gunicorn.conf.py) and of each worker (app.py).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, TypeVar
+
+log = logging.getLogger("greenfront.config")
+
+T = TypeVar("T")
+
+REQUEST_THREADS_ENV = "GREENFRONT_REQUEST_WORKER_THREADS"
+REQUEST_THREADS_FALLBACK_ENV = "VLLM_RS_REQUEST_WORKER_THREADS"
+ZMQ_THREADS_ENV = "GREENFRONT_ZMQ_WORKER_THREADS"
+ZMQ_THREADS_FALLBACK_ENV = "VLLM_RS_ZMQ_WORKER_THREADS"
+#: PERF: gevent-physics.md §3: more pool threads than cores doubles the /health tail.
+REQUEST_THREADS_CAP = 32
+#: ZMQ I/O threads: 4 as vllm-rs does; more only pays off with many engines.
+ZMQ_THREADS_DEFAULT = 4
+#: gevent-physics.md §1: 0.5 ms bounds the hub's lateness while pool threads run Python
+#: (jinja2) at a ~10% cost to that work.
+SWITCH_INTERVAL_DEFAULT = 0.0005
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
+
+
+def _positive_int(raw: str) -> int:
+    value = int(raw)
+    if value < 1:
+        raise ValueError("must be >= 1")
+    return value
+
+
+def _non_negative_float(raw: str) -> float:
+    value = float(raw)
+    if not value >= 0:
+        raise ValueError("must be >= 0")
+    return value
+
+
+def _bool(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("must be 0/1/true/false")
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        if raw not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return raw
+    return parse
+
+
+def _names(raw: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in raw.split(",") if n.strip())
+    if not names:
+        raise ValueError("empty list")
+    return names
+
+
+class _Reader:
+    """Reads typed values from an environment mapping, warning on bad ones."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+
+    def get(self, names: str | tuple[str, ...], parse: Callable[[str], T], default: T) -> T:
+        for name in (names,) if isinstance(names, str) else names:
+            raw = self.env.get(name)
+            if raw is None or raw == "":
+                continue
+            try:
+                return parse(raw)
+            except ValueError as exc:
+                log.warning("ignoring %s=%r (%s); using %r", name, raw, exc, default)
+                return default
+        return default
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every setting of greenfront. See the README's table for the variables."""
+
+    model: str = DEFAULT_MODEL_DIR
+    served_model_names: tuple[str, ...] = ()
+    tokenizer_backend: str = "fastokens"
+    max_model_len: int | None = None
+    request_threads: int = 1
+    zmq_threads: int = ZMQ_THREADS_DEFAULT
+    offload: bool = True
+    switch_interval: float = SWITCH_INTERVAL_DEFAULT
+    engine_mode: str = "sim"
+    engine_count: int = 1
+    handshake_address: str = ""
+    run_dir: str = ""
+    worker_slot: int = 0
+    worker_count: int = 1
+    sim_args: str = ""
+    engine_ready_timeout: float = 600.0
+    max_body_bytes: int = 256 * 1024 * 1024
+    system_fingerprint: str | None = "greenfront-0.1.0"
+    api_keys: tuple[str, ...] = ()
+    bind: str = "127.0.0.1:8000"
+    log_level: str = "info"
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        """Served names: the configured ones, else the model path (vLLM's default)."""
+        return self.served_model_names or (self.model,)
+
+    def ipc_address(self, kind: str, slot: int) -> str:
+        """The ZMQ address a worker slot binds for engine ``kind`` ("in" or "out")."""
+        return f"ipc://{os.path.join(self.run_dir, f'{kind}-{slot}.sock')}"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Config":
+        env = os.environ if env is None else env
+        r = _Reader(env)
+        cpus = os.cpu_count() or 1
+        names = r.get("GREENFRONT_SERVED_MODEL_NAME", _names, ())
+        max_len = r.get("GREENFRONT_MAX_MODEL_LEN", _positive_int, 0) or None
+        keys = r.get(("GREENFRONT_API_KEY", "VLLM_API_KEY"), _names, ())
+        return cls(
+            model=r.get("GREENFRONT_MODEL", str, DEFAULT_MODEL_DIR),
+            served_model_names=names,
+            tokenizer_backend=r.get("GREENFRONT_TOKENIZER_BACKEND", _choice("fastokens", "hf"),
+                                    "fastokens"),
+            max_model_len=max_len,
+            request_threads=min(REQUEST_THREADS_CAP, r.get(
+                (REQUEST_THREADS_ENV, REQUEST_THREADS_FALLBACK_ENV), _positive_int, cpus)),
+            zmq_threads=r.get((ZMQ_THREADS_ENV, ZMQ_THREADS_FALLBACK_ENV), _positive_int,
+                              ZMQ_THREADS_DEFAULT),
+            offload=r.get("GREENFRONT_OFFLOAD", _bool, True),
+            switch_interval=r.get("GREENFRONT_SWITCH_INTERVAL", _non_negative_float,
+                                  SWITCH_INTERVAL_DEFAULT),
+            engine_mode=r.get("GREENFRONT_ENGINE", _choice("sim", "external"), "sim"),
+            engine_count=r.get("GREENFRONT_ENGINE_COUNT", _positive_int, 1),
+            handshake_address=r.get("GREENFRONT_HANDSHAKE_ADDRESS", str, ""),
+            run_dir=r.get("GREENFRONT_RUN_DIR", str, ""),
+            worker_slot=r.get("GREENFRONT_WORKER_SLOT", int, 0),
+            worker_count=r.get("GREENFRONT_WORKERS", _positive_int, 1),
+            sim_args=r.get("GREENFRONT_SIM_ARGS", str, ""),
+            engine_ready_timeout=r.get(("GREENFRONT_ENGINE_READY_TIMEOUT",
+                                        "VLLM_ENGINE_READY_TIMEOUT_S"), _non_negative_float, 600.0),
+            max_body_bytes=r.get("GREENFRONT_MAX_BODY_BYTES", _positive_int, 256 * 1024 * 1024),
+            system_fingerprint=r.get("GREENFRONT_SYSTEM_FINGERPRINT", str, "greenfront-0.1.0") or None,
+            api_keys=keys,
+            bind=r.get("GREENFRONT_BIND", str, "127.0.0.1:8000"),
+            log_level=r.get("GREENFRONT_LOG_LEVEL", _choice("debug", "info", "warning", "error"),
+                            "info"),
+        )
+
+    def with_run_dir(self) -> "Config":
+        """A copy whose ``run_dir`` exists (a fresh temporary folder when unset)."""
+        if self.run_dir:
+            os.makedirs(self.run_dir, exist_ok=True)
+            return self
+        from dataclasses import replace
+        return replace(self, run_dir=tempfile.mkdtemp(prefix="greenfront-"))

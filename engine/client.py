@@ -1,0 +1,322 @@
+"""The engine-core client: the one object request code uses to reach the engines.
+
+Thread-safe facade. ``submit``/``abort`` may be called from a pool thread or the HTTP hub; they
+register the request's stream and hand the frames to the engine-I/O thread. Outputs come back
+through ``runtime.handoff`` into the HTTP hub, where each goes to its ``RequestStream``.
+Registration (the engines' ready messages) decides ``ready`` and ``max_model_len``; engine death
+(``ENGINE_CORE_DEAD`` or a dropped connection) fails every in-flight request and turns ``dead``.
+
+Runs on: constructed and started in the HTTP hub of a worker; see each method.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import secrets
+from typing import Any, Callable
+
+import gevent
+import gevent.event
+
+from engine import protocol
+from engine.stream import RequestStream, Waker
+from engine.transport import Transport
+from errors import ApiError, EngineDead, EngineUnavailable, ServerError
+from runtime.engine_thread import EngineThread
+from runtime.handoff import HubInbox
+
+log = logging.getLogger("greenfront.engine")
+
+
+class EngineClient:
+    """Talks to ``engine_count`` engines (DP ranks ``engine_start``…) over one ROUTER/PULL pair.
+
+    Args:
+        input_address / output_address: this client's ZMQ endpoints (or fds to adopt).
+        client_index: the index of this client's output socket in the engines' INIT message.
+        engine_start / engine_count: the DP ranks this client expects to register.
+        registration_dir: where registrations are shared between worker processes, so that a
+            restarted worker (the engines register only once per socket) knows them; or "".
+    """
+
+    def __init__(self, *, input_address: str, output_address: str, client_index: int,
+                 engine_start: int = 0, engine_count: int = 1, io_threads: int = 4,
+                 max_model_len_cap: int | None = None, registration_dir: str = "",
+                 input_fd: int | None = None, output_fd: int | None = None,
+                 on_dead: Callable[[str], None] | None = None) -> None:
+        self.client_index = client_index
+        self.ranks = list(range(engine_start, engine_start + engine_count))
+        self._addresses = (input_address, output_address, input_fd, output_fd)
+        self._io_threads = io_threads
+        self._cap = max_model_len_cap
+        self._registration_dir = registration_dir
+        self._on_dead_hook = on_dead
+        self.registrations: dict[int, Any] = {}
+        self.ready = False
+        self.dead_reason: str | None = None
+        self.max_model_len: int | None = None
+        # Shared with the engine thread; dict operations are atomic under the GIL.
+        self._streams: dict[str, RequestStream] = {}
+        self._outstanding: dict[int, int] = {rank: 0 for rank in self.ranks}
+        self._rr = itertools.count()
+        self._utility_calls: dict[int, gevent.event.AsyncResult] = {}
+        self._call_ids = itertools.count(1)
+        self._ready_event: gevent.event.Event | None = None
+        self._thread: EngineThread | None = None
+        self._transport: Transport | None = None
+        self._hub_inbox: HubInbox[Callable[[], None]] | None = None
+
+    # -- lifecycle (HTTP hub) ---------------------------------------------------------------
+    def start(self) -> None:
+        """Start the engine-I/O thread and bind the sockets; returns once they are bound."""
+        self._hub_inbox = HubInbox(_run_all)
+        self._ready_event = gevent.event.Event()
+        self._load_shared_registrations()
+        self._thread = EngineThread(self._start_transport)
+        self._thread.start()
+        if self._transport is None:
+            raise RuntimeError("the engine I/O thread could not bind its sockets")
+
+    def _start_transport(self, thread: EngineThread) -> None:
+        input_address, output_address, input_fd, output_fd = self._addresses
+        self._transport = Transport(
+            input_address=input_address, output_address=output_address,
+            io_threads=self._io_threads, input_fd=input_fd, output_fd=output_fd,
+            on_registration=self._on_registration, on_outputs=self._on_outputs,
+            on_dead=self._on_dead, on_send_failed=self._on_send_failed)
+
+    def stop(self) -> None:
+        """Non-blocking: close the sockets and end the engine-I/O thread."""
+        thread, transport = self._thread, self._transport
+        if thread is None:
+            return
+        self._thread = None
+
+        def _close() -> None:
+            if transport is not None:
+                try:
+                    transport.close()
+                except Exception:
+                    log.exception("closing the engine sockets")
+            thread.stop()
+        thread.call(_close)
+
+    def wait_ready(self, timeout: float | None) -> bool:
+        """HTTP hub: block this greenlet until every expected engine registered."""
+        assert self._ready_event is not None
+        return self._ready_event.wait(timeout)
+
+    @property
+    def healthy(self) -> bool:
+        return self.ready and self.dead_reason is None
+
+    def check_available(self) -> None:
+        """Raise the 503 a request gets when the engines cannot take it."""
+        if self.dead_reason is not None:
+            raise EngineDead(f"The engine core is dead: {self.dead_reason}.")
+        if not self.ready:
+            raise EngineUnavailable("The engine core has not registered yet; retry shortly.")
+
+    # -- requests (pool thread or HTTP hub) -------------------------------------------------
+    def new_request_id(self, external_id: str) -> str:
+        return f"{external_id}-{secrets.token_hex(4)}"
+
+    def pick_rank(self, requested: int | None = None) -> int:
+        """The least-loaded engine, or the one the client pinned (X-data-parallel-rank)."""
+        if requested is not None:
+            if requested not in self._outstanding:
+                raise_invalid_rank(requested, self.ranks)
+            return requested
+        if len(self.ranks) == 1:
+            return self.ranks[0]
+        start = next(self._rr)
+        ranks = self.ranks[start % len(self.ranks):] + self.ranks[:start % len(self.ranks)]
+        return min(ranks, key=self._outstanding.__getitem__)
+
+    def submit(self, request: Any, waker: Waker, rank: int | None = None) -> RequestStream:
+        """Send one ``EngineCoreRequest``; its outputs will arrive on the returned stream."""
+        self.check_available()
+        rank = self.pick_rank(rank if rank is not None else request.data_parallel_rank)
+        stream = RequestStream(request.request_id, rank, waker, self.abort)
+        self._streams[request.request_id] = stream
+        self._outstanding[rank] += 1
+        frames = protocol.encode_add(_identity(rank), request)
+        self._call_engine(lambda: self._transport.send(frames))
+        return stream
+
+    def abort(self, request_ids: list[str]) -> None:
+        """Abort requests in their engines and forget them (no acknowledgement comes)."""
+        by_rank: dict[int, list[str]] = {}
+        for rid in request_ids:
+            stream = self._streams.pop(rid, None)
+            if stream is None:
+                continue
+            self._outstanding[stream.engine_rank] -= 1
+            by_rank.setdefault(stream.engine_rank, []).append(rid)
+        for rank, ids in by_rank.items():
+            frames = protocol.encode_abort(_identity(rank), ids)
+            self._call_engine(lambda frames=frames: self._transport.send(frames))
+
+    def utility(self, method: str, args: list | tuple = (), rank: int | None = None,
+                timeout: float = 60.0) -> Any:
+        """HTTP hub: call an engine utility method and wait for its result."""
+        self.check_available()
+        rank = self.ranks[0] if rank is None else rank
+        call_id = next(self._call_ids)
+        result = gevent.event.AsyncResult()
+        self._utility_calls[call_id] = result
+        frames = protocol.encode_utility(_identity(rank), self.client_index, call_id, method,
+                                         list(args))
+        self._call_engine(lambda: self._transport.send(frames))
+        try:
+            return result.get(timeout=timeout)
+        except gevent.Timeout:
+            raise ServerError(f"The engine did not answer `{method}` within {timeout:g} s.")
+        finally:
+            self._utility_calls.pop(call_id, None)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._streams)
+
+    def _call_engine(self, fn: Callable[[], None]) -> None:
+        thread = self._thread
+        if thread is None:
+            raise EngineUnavailable("The server is shutting down.")
+        thread.call(fn)
+
+    # -- engine-I/O thread callbacks --------------------------------------------------------
+    def _on_outputs(self, outputs: Any, frames: list) -> None:
+        streams = self._streams
+        batch = []
+        for output in outputs.outputs:
+            rid = output.request_id
+            stream = streams.get(rid)
+            if stream is None:
+                continue  # aborted, or a previous worker's request
+            batch.append((stream, output))
+            if output.finish_reason is not None and streams.pop(rid, None) is not None:
+                self._outstanding[stream.engine_rank] -= 1
+        if batch:
+            self._to_hub(lambda: _deliver(batch))
+        utility = outputs.utility_output
+        if utility is not None:
+            self._to_hub(lambda: self._finish_utility(utility))
+
+    def _finish_utility(self, utility: Any) -> None:
+        call = self._utility_calls.get(utility.call_id)
+        if call is None:
+            return
+        if utility.failure_message is not None:
+            call.set_exception(ServerError(utility.failure_message))
+        else:
+            call.set(utility.result[1] if utility.result else None)
+
+    def _on_registration(self, rank: int, payload: bytes) -> None:
+        try:
+            registration = protocol.decode_registration(payload)
+        except Exception:
+            log.exception("undecodable registration from engine %d", rank)
+            return
+        self._save_shared_registration(rank, payload)
+        self._to_hub(lambda: self._register(rank, registration))
+
+    def _register(self, rank: int, registration: Any) -> None:
+        if rank not in self._outstanding:
+            log.warning("ignoring a registration from unexpected engine rank %d", rank)
+            return
+        self.registrations[rank] = registration
+        log.info("engine %d registered (max_model_len=%d)", rank, registration.max_model_len)
+        if all(r in self.registrations for r in self.ranks):
+            lens = [self.registrations[r].max_model_len for r in self.ranks]
+            if self._cap:
+                lens.append(self._cap)
+            self.max_model_len = min(lens)
+            self.ready = True
+            self._ready_event.set()
+
+    def _on_dead(self, reason: str) -> None:
+        if not self.ready or self.dead_reason is not None:
+            if not self.ready:
+                log.warning("engine event before registration ignored: %s", reason)
+            return
+        self.dead_reason = reason
+        log.error("engine core dead: %s", reason)
+        self._to_hub(lambda: self._fail_all(EngineDead(f"The engine core is dead: {reason}.")))
+
+    def _on_send_failed(self, frames: list[bytes], error: Exception) -> None:
+        if len(frames) < 3 or bytes(frames[1]) != protocol.RequestType.ADD:
+            log.error("could not send to engine: %s", error)
+            return
+        try:
+            rid = protocol.decode_request(frames[1:])[1].request_id
+        except Exception:
+            return
+        stream = self._streams.pop(rid, None)
+        if stream is not None:
+            self._outstanding[stream.engine_rank] -= 1
+            err = EngineUnavailable(f"Could not reach the engine: {error}.")
+            self._to_hub(lambda: stream.fail(err))
+
+    def _fail_all(self, error: ApiError) -> None:
+        streams = list(self._streams.values())
+        self._streams.clear()
+        for stream in streams:
+            stream.fail(error)
+        for call in list(self._utility_calls.values()):
+            call.set_exception(error)
+        if self._on_dead_hook is not None:
+            self._on_dead_hook(self.dead_reason or "")
+
+    def _to_hub(self, fn: Callable[[], None]) -> None:
+        self._hub_inbox.post(fn)
+
+    # -- registrations shared between worker processes ---------------------------------------
+    def _save_shared_registration(self, rank: int, payload: bytes) -> None:
+        if not self._registration_dir:
+            return
+        path = os.path.join(self._registration_dir, f"registration-{rank}.msgpack")
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(bytes(payload))
+            os.replace(tmp, path)
+        except OSError:
+            log.warning("could not share engine %d's registration at %s", rank, path)
+
+    def _load_shared_registrations(self) -> None:
+        if not self._registration_dir:
+            return
+        for rank in self.ranks:
+            path = os.path.join(self._registration_dir, f"registration-{rank}.msgpack")
+            try:
+                with open(path, "rb") as f:
+                    self._register(rank, protocol.decode_registration(f.read()))
+            except FileNotFoundError:
+                continue
+            except Exception:
+                log.exception("ignoring unreadable %s", path)
+
+
+def _identity(rank: int) -> bytes:
+    return rank.to_bytes(2, "little")
+
+
+def _deliver(batch: list) -> None:
+    for stream, output in batch:
+        stream.deliver(output)
+
+
+def _run_all(calls: list[Callable[[], None]]) -> None:
+    for fn in calls:
+        try:
+            fn()
+        except Exception:
+            log.exception("dispatch in the HTTP hub failed")
+
+
+def raise_invalid_rank(rank: int, ranks: list[int]) -> None:
+    from errors import InvalidRequest
+    raise InvalidRequest(f"Requested data parallel rank {rank} is out of range; this server "
+                         f"serves ranks {ranks[0]}..{ranks[-1]}.", param="X-data-parallel-rank")

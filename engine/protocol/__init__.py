@@ -1,0 +1,118 @@
+"""vLLM v1 engine-core wire protocol (0.32, with 0.33 deltas): structs, codec, validation.
+
+Owns every byte greenfront exchanges with an engine core. Import from here:
+``requests`` (what the frontend sends), ``outputs`` (what engines push),
+``handshake`` (startup maps), ``ndarray`` (array triples without numpy),
+``codec`` (frames), ``validate`` (the last guard before the wire).
+
+Runs on: any thread.
+"""
+
+from engine.protocol.codec import (
+    ENGINE_CORE_DEAD,
+    ProtocolError,
+    decode_outputs,
+    decode_registration,
+    decode_request,
+    encode_abort,
+    encode_add,
+    encode_outputs,
+    encode_registration,
+    encode_utility,
+    encode_utility_reply,
+    is_engine_dead,
+)
+from engine.protocol.handshake import (
+    EngineCoreReadyResponse,
+    EngineHandshakeMetadata,
+    EngineZmqAddresses,
+    HandshakeStatus,
+    decode_handshake_status,
+    decode_init,
+    encode_hello,
+    encode_init,
+    encode_ready,
+    identity_for_rank,
+    rank_of_identity,
+)
+from engine.protocol.ndarray import (
+    ZERO_COPY_THRESHOLD,
+    NdarrayError,
+    encode_ndarray,
+    ndarray_to_list,
+)
+from engine.protocol.outputs import (
+    EngineCoreEvent,
+    EngineCoreEventType,
+    EngineCoreOutput,
+    EngineCoreOutput032,
+    EngineCoreOutputs,
+    FinishReason,
+    LogprobsLists,
+    LogprobsTensors,
+    PrefillStats,
+    PrefixCacheStats,
+    SchedulerStats,
+    UtilityOutput,
+    finish_reason_str,
+    logprobs_lists_to_python,
+)
+from engine.protocol.requests import (
+    EngineCoreRequest,
+    LoRARequest,
+    OutputKind,
+    RequestType,
+    SamplingParams,
+)
+from engine.protocol.validate import SamplingParamsError, validate_sampling_params
+
+__all__ = [
+    "ENGINE_CORE_DEAD",
+    "ZERO_COPY_THRESHOLD",
+    "EngineCoreEvent",
+    "EngineCoreEventType",
+    "EngineCoreOutput",
+    "EngineCoreOutput032",
+    "EngineCoreOutputs",
+    "EngineCoreReadyResponse",
+    "EngineCoreRequest",
+    "EngineHandshakeMetadata",
+    "EngineZmqAddresses",
+    "FinishReason",
+    "HandshakeStatus",
+    "LoRARequest",
+    "LogprobsLists",
+    "LogprobsTensors",
+    "NdarrayError",
+    "OutputKind",
+    "PrefillStats",
+    "PrefixCacheStats",
+    "ProtocolError",
+    "RequestType",
+    "SamplingParams",
+    "SamplingParamsError",
+    "SchedulerStats",
+    "UtilityOutput",
+    "decode_handshake_status",
+    "decode_init",
+    "decode_outputs",
+    "decode_registration",
+    "decode_request",
+    "encode_abort",
+    "encode_add",
+    "encode_hello",
+    "encode_init",
+    "encode_ndarray",
+    "encode_outputs",
+    "encode_ready",
+    "encode_registration",
+    "encode_utility",
+    "encode_utility_reply",
+    "finish_reason_str",
+    "identity_for_rank",
+    "is_engine_dead",
+    "logprobs_lists_to_python",
+    "ndarray_to_list",
+    "rank_of_identity",
+    "validate_sampling_params",
+]

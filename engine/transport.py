@@ -1,0 +1,137 @@
+"""The engine sockets and their green loops, inside the engine-I/O thread.
+
+Owns the frontend side of the wire (engine-core-protocol.md §1.2): the input ROUTER (requests out,
+registrations in), the output PULL (outputs in), and a monitor on the ROUTER that notices an
+engine's connection dropping. Decodes every output batch once and gives the pieces to the
+``EngineClient``'s callbacks, which route them to the HTTP hub.
+
+Runs on: the engine-I/O thread only (zmq.green sockets belong to the hub that made them).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import gevent
+import zmq
+import zmq.green as zmq_green
+from zmq.utils.monitor import parse_monitor_message
+
+from engine import protocol
+
+log = logging.getLogger("greenfront.transport")
+
+#: How long a send to an engine identity that is not connected (yet) is retried: a restarted
+#: gunicorn worker waits this long for the engines' DEALERs to reconnect to its new ROUTER.
+UNREACHABLE_RETRY_SECONDS = 5.0
+
+
+class Transport:
+    """The input ROUTER + output PULL of one frontend client index.
+
+    Args:
+        input_address / output_address: where to bind (or adopt with ``input_fd``/``output_fd``).
+        on_registration(rank, payload): an engine's ready message arrived.
+        on_outputs(outputs, frames): a decoded ``EngineCoreOutputs`` batch arrived.
+        on_dead(reason): the engine reported ENGINE_CORE_DEAD or its connection dropped.
+        on_send_failed(frames, error): a request could not be delivered.
+    """
+
+    def __init__(self, *, input_address: str, output_address: str, io_threads: int,
+                 on_registration: Callable[[int, bytes], None],
+                 on_outputs: Callable[[Any, list], None],
+                 on_dead: Callable[[str], None],
+                 on_send_failed: Callable[[list[bytes], Exception], None],
+                 input_fd: int | None = None, output_fd: int | None = None) -> None:
+        self._on_registration = on_registration
+        self._on_outputs = on_outputs
+        self._on_dead = on_dead
+        self._on_send_failed = on_send_failed
+        self.ctx = zmq_green.Context(io_threads=io_threads)
+        self.router = self.ctx.socket(zmq.ROUTER)
+        self.pull = self.ctx.socket(zmq.PULL)
+        for sock in (self.router, self.pull):
+            # NOTE: engine-core-protocol.md §1.2: vLLM runs unbounded queues; a default HWM of
+            # 1000 can drop or block under load.
+            sock.setsockopt(zmq.SNDHWM, 0)
+            sock.setsockopt(zmq.RCVHWM, 0)
+            sock.setsockopt(zmq.LINGER, 0)
+        # Errors instead of silent drops when an engine identity is not connected.
+        self.router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        if input_fd is not None:
+            self.router.setsockopt(zmq.USE_FD, input_fd)
+        if output_fd is not None:
+            self.pull.setsockopt(zmq.USE_FD, output_fd)
+        self.router.bind(input_address)
+        self.pull.bind(output_address)
+        self._monitor = self.router.get_monitor_socket(
+            zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
+        self.connected = 0
+        self._greenlets = [gevent.spawn(self._recv_outputs), gevent.spawn(self._recv_router),
+                           gevent.spawn(self._watch_connections)]
+
+    # -- sending ------------------------------------------------------------------------------
+    def send(self, frames: list[bytes]) -> None:
+        """Send one multipart message to an engine, retrying while its identity reconnects."""
+        try:
+            self.router.send_multipart(frames, copy=False)
+            return
+        except zmq.ZMQError as exc:
+            if exc.errno != zmq.EHOSTUNREACH:
+                self._on_send_failed(frames, exc)
+                return
+        gevent.spawn(self._send_when_reachable, frames)
+
+    def _send_when_reachable(self, frames: list[bytes]) -> None:
+        deadline = gevent.get_hub().loop.now() + UNREACHABLE_RETRY_SECONDS
+        delay = 0.01
+        while True:
+            gevent.sleep(delay)
+            try:
+                self.router.send_multipart(frames, copy=False)
+                return
+            except zmq.ZMQError as exc:
+                if exc.errno != zmq.EHOSTUNREACH or gevent.get_hub().loop.now() > deadline:
+                    self._on_send_failed(frames, exc)
+                    return
+            delay = min(delay * 2, 0.2)
+
+    # -- receiving ----------------------------------------------------------------------------
+    def _recv_outputs(self) -> None:
+        recv = self.pull.recv_multipart
+        while True:
+            frames = recv(copy=False)
+            buffers = [f.buffer for f in frames]
+            if protocol.is_engine_dead(buffers):
+                self._on_dead("the engine core reported ENGINE_CORE_DEAD")
+                continue
+            try:
+                outputs = protocol.decode_outputs(buffers)
+            except Exception:
+                log.exception("undecodable engine output (%d frames) dropped", len(frames))
+                continue
+            self._on_outputs(outputs, buffers)
+
+    def _recv_router(self) -> None:
+        while True:
+            frames = self.router.recv_multipart()
+            if len(frames) < 2:
+                continue
+            rank = int.from_bytes(frames[0], "little")
+            self._on_registration(rank, frames[1])
+
+    def _watch_connections(self) -> None:
+        while True:
+            event = parse_monitor_message(self._monitor.recv_multipart())
+            if event["event"] == zmq.EVENT_ACCEPTED:
+                self.connected += 1
+            elif event["event"] == zmq.EVENT_DISCONNECTED:
+                self.connected -= 1
+                self._on_dead("an engine's connection to this frontend was lost")
+
+    def close(self) -> None:
+        for greenlet in self._greenlets:
+            greenlet.kill(block=False)
+        for sock in (self._monitor, self.router, self.pull):
+            sock.close(linger=0)
+        self.ctx.term()

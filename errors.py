@@ -1,0 +1,98 @@
+"""The one error family of greenfront, and its OpenAI envelope.
+
+Code anywhere (resources, conversion, the engine client) raises an ``ApiError`` subclass; the
+error middleware maps it to HTTP once, through ``status`` and ``to_envelope``. Nothing returns
+errors as values.
+
+Runs on: any thread (pure data).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApiError(Exception):
+    """An error with an HTTP status and an OpenAI-shaped body.
+
+    Attributes:
+        status: HTTP status code.
+        type: the OpenAI ``error.type`` string (vLLM's spelling).
+        param: the offending request parameter, or None.
+    """
+
+    status: int = 500
+    type: str = "InternalServerError"
+
+    def __init__(self, message: str, *, param: str | None = None, value: Any = None,
+                 show_value: bool = False) -> None:
+        # NOTE: vLLM's VLLMValidationError appends "(parameter=p, value=v)" with only the parts
+        # that are set; we reproduce it so messages read the same as vLLM's.
+        parts = []
+        if param is not None:
+            parts.append(f"parameter={param}")
+        if show_value:
+            parts.append(f"value={value}")
+        if parts:
+            message = f"{message} ({', '.join(parts)})"
+        super().__init__(message)
+        self.message = message
+        self.param = param
+
+    def to_envelope(self) -> dict[str, Any]:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param,
+                          "code": self.status}}
+
+
+class InvalidRequest(ApiError):
+    """400: the request is well-formed JSON but semantically wrong (vLLM's BadRequestError)."""
+    status = 400
+    type = "BadRequestError"
+
+
+class RequestValidationError(ApiError):
+    """400: the body failed schema validation (vLLM/FastAPI's "Bad Request" family)."""
+    status = 400
+    type = "Bad Request"
+
+
+class Unauthorized(ApiError):
+    status = 401
+    type = "Unauthorized"
+
+
+class NotFound(ApiError):
+    status = 404
+    type = "NotFoundError"
+
+
+class ModelNotFound(NotFound):
+    def __init__(self, model: str, valid: list[str] | tuple[str, ...]) -> None:
+        super().__init__(f"The model `{model}` does not exist. Valid aliases: {', '.join(valid)}.")
+        self.param = "model"
+
+
+class PayloadTooLarge(ApiError):
+    status = 413
+    type = "PayloadTooLarge"
+
+
+class NotImplementedApi(ApiError):
+    status = 501
+    type = "NotImplementedError"
+
+
+class ServerError(ApiError):
+    """500: a failure inside greenfront or a request-level engine error."""
+    status = 500
+    type = "InternalServerError"
+
+
+class EngineUnavailable(ApiError):
+    """503: the engine is dead, not yet registered, or shutting down."""
+    status = 503
+    type = "ServiceUnavailableError"
+
+
+class EngineDead(EngineUnavailable):
+    def __init__(self, message: str = "The engine core has died; the server cannot serve requests.") -> None:
+        super().__init__(message)

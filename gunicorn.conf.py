@@ -1,0 +1,107 @@
+"""gunicorn settings and hooks for greenfront: ``gunicorn -c gunicorn.conf.py app:api``.
+
+The master (``on_starting``) creates the run directory, starts the handshake server and, in the
+default ``GREENFRONT_ENGINE=sim`` mode, the built-in engine simulator; engines then connect to
+every worker slot's sockets. ``pre_fork`` gives each worker a stable slot (its client index), so
+a worker that gunicorn restarts binds the same addresses and the engines reconnect to it.
+
+Runs on: the gunicorn master (settings, on_starting, pre_fork, child_exit, on_exit) and each
+worker (post_fork, post_worker_init, worker_exit).
+"""
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from config import Config  # noqa: E402
+
+_config = Config.from_env()
+
+bind = _config.bind
+workers = _config.worker_count
+worker_class = "gevent"
+worker_connections = 10000
+# Streams can be long; gevent workers heartbeat from the hub, so a long stream is not a stall.
+timeout = 120
+graceful_timeout = 5
+keepalive = 5
+loglevel = _config.log_level
+
+_children: list[subprocess.Popen] = []
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _spawn(server, args: list[str]) -> subprocess.Popen:
+    server.log.info("starting %s", " ".join(shlex.quote(a) for a in args))
+    proc = subprocess.Popen(args, cwd=_HERE)
+    _children.append(proc)
+    return proc
+
+
+def on_starting(server):
+    global _config
+    cfg = Config.from_env().with_run_dir()
+    os.environ["GREENFRONT_RUN_DIR"] = cfg.run_dir
+    handshake = cfg.handshake_address
+    if not handshake:
+        if cfg.engine_mode == "external":
+            raise SystemExit("GREENFRONT_ENGINE=external needs GREENFRONT_HANDSHAKE_ADDRESS "
+                             "(e.g. tcp://0.0.0.0:13345) for the engines to connect to")
+        handshake = f"ipc://{os.path.join(cfg.run_dir, 'handshake.sock')}"
+    os.environ["GREENFRONT_HANDSHAKE_ADDRESS"] = handshake
+    _config = Config.from_env()
+    slots = range(cfg.worker_count)
+    args = [sys.executable, "-m", "engine.handshake_server", "--bind", handshake,
+            "--engine-count", str(cfg.engine_count)]
+    for slot in slots:
+        args += ["--input", cfg.ipc_address("in", slot), "--output", cfg.ipc_address("out", slot)]
+    _spawn(server, args)
+    if cfg.engine_mode == "sim":
+        for rank in range(cfg.engine_count):
+            sim = [sys.executable, "-m", "engine.sim", "--handshake", handshake, "--rank",
+                   str(rank), "--data-parallel-size", str(cfg.engine_count)]
+            if cfg.max_model_len:
+                sim += ["--max-model-len", str(cfg.max_model_len)]
+            _spawn(server, sim + shlex.split(cfg.sim_args))
+    else:
+        server.log.info("waiting for %d external engine(s) to handshake on %s",
+                        cfg.engine_count, handshake)
+
+
+def pre_fork(server, worker):
+    used = {getattr(w, "greenfront_slot", None) for w in server.WORKERS.values()}
+    # Slots index the engines' INIT address lists, so they stay below the worker count.
+    worker.greenfront_slot = next((s for s in range(_config.worker_count) if s not in used), 0)
+
+
+def post_fork(server, worker):
+    os.environ["GREENFRONT_WORKER_SLOT"] = str(worker.greenfront_slot)
+
+
+def post_worker_init(worker):
+    state = getattr(worker.wsgi, "state", None)
+    if state is not None:
+        state.start()
+
+
+def worker_exit(server, worker):
+    state = getattr(getattr(worker, "wsgi", None), "state", None)
+    if state is not None:
+        state.stop()
+
+
+def on_exit(server):
+    for proc in _children:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in _children:
+        try:
+            proc.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    run_dir = os.environ.get("GREENFRONT_RUN_DIR", "")
+    if run_dir and os.path.basename(run_dir).startswith("greenfront-"):
+        shutil.rmtree(run_dir, ignore_errors=True)

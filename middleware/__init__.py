@@ -1,0 +1,1 @@
+"""Cross-cutting request handling: offload to the pool, errors → OpenAI envelope, auth."""

@@ -1,0 +1,217 @@
+"""The offload driver: runs the heavy API paths' Falcon calls in the request pool.
+
+For ``OFFLOADED_PATHS`` the body is read here, in the HTTP hub (``wsgi.input`` belongs to it),
+then the whole Falcon call (parse, validate, render the chat template, tokenize, submit to the
+engine) runs in a native pool thread. Back in the hub: a non-streamed generation is awaited
+(``DeferredBody.resolve``) so it gets a status and a Content-Length; a stream is returned for
+gunicorn to iterate here. A client that disconnects cancels its work and aborts its engine
+requests (``Cancellation``). Light paths (/health, /v1/models, …) never leave the hub.
+
+``GREENFRONT_OFFLOAD=0`` runs the same path inline in the hub (the benchmark's baseline).
+
+Runs on: the HTTP hub; the Falcon call on a pool thread.
+"""
+from __future__ import annotations
+
+import io
+import logging
+import socket
+from typing import Any, Callable, Iterable
+
+import gevent
+import gevent.socket
+from gevent.threadpool import ThreadPool
+
+from errors import ApiError, PayloadTooLarge, ServerError
+from middleware.errors import wsgi_error
+
+log = logging.getLogger("greenfront.offload")
+
+#: The paths whose work is CPU-heavy (tokenization, templates). Everything else stays in the hub.
+OFFLOADED_PATHS = frozenset({
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/tokenize",
+    "/detokenize",
+    "/inference/v1/generate",
+})
+
+CANCEL_KEY = "greenfront.cancel"
+_READ_CHUNK = 1 << 20
+
+
+def should_offload(environ: dict) -> bool:
+    return environ.get("REQUEST_METHOD") == "POST" and environ.get("PATH_INFO") in OFFLOADED_PATHS
+
+
+class Cancellation:
+    """Set when the client has gone; work checks it, bodies register their aborts on it."""
+
+    __slots__ = ("cancelled", "_callbacks")
+
+    def __init__(self) -> None:
+        self.cancelled = False
+        self._callbacks: list[Callable[[], None]] = []
+
+    def on_cancel(self, fn: Callable[[], None]) -> None:
+        if self.cancelled:
+            fn()
+        else:
+            self._callbacks.append(fn)
+
+    def cancel(self) -> None:
+        if self.cancelled:
+            return
+        self.cancelled = True
+        callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            try:
+                fn()
+            except Exception:
+                log.exception("cancel callback failed")
+
+
+def _watch_disconnect(sock: socket.socket, cancel: Cancellation) -> None:
+    """Cancel when the client closes its connection while we work on its request."""
+    try:
+        gevent.socket.wait_read(sock.fileno())
+        if sock.recv(1, socket.MSG_PEEK) == b"":
+            cancel.cancel()
+    except OSError:
+        cancel.cancel()
+    # Readable with data (a pipelined request): nothing more to learn here.
+
+
+class _Captured:
+    """start_response as seen by the Falcon call: recorded, replayed later in the hub."""
+
+    __slots__ = ("status", "headers")
+
+    def __init__(self) -> None:
+        self.status = "500 Internal Server Error"
+        self.headers: list[tuple[str, str]] = []
+
+    def __call__(self, status: str, headers: list, exc_info: Any = None) -> None:
+        self.status, self.headers = status, list(headers)
+
+
+class _Finally:
+    """The response iterable handed to gunicorn, with a hook run when it is closed."""
+
+    __slots__ = ("_iterable", "_on_close")
+
+    def __init__(self, iterable: Iterable[bytes], on_close: Callable[[], None]) -> None:
+        self._iterable = iterable
+        self._on_close = on_close
+
+    def __iter__(self):
+        return iter(self._iterable)
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._iterable, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self._on_close()
+
+
+class OffloadMiddleware:
+    """WSGI wrapper around the Falcon app.
+
+    Args:
+        app: the Falcon WSGI app.
+        pool: returns the request pool (made lazily, after fork).
+        enabled: False runs offloaded paths inline (GREENFRONT_OFFLOAD=0).
+        max_body_bytes: larger bodies get 413.
+    """
+
+    def __init__(self, app: Callable, *, pool: Callable[[], ThreadPool], enabled: bool,
+                 max_body_bytes: int, before: Callable[[], None] | None = None) -> None:
+        self._app = app
+        self._pool = pool
+        self._enabled = enabled
+        self._max_body = max_body_bytes
+        self._before = before
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        if self._before is not None:
+            self._before()
+        if not should_offload(environ):
+            return self._app(environ, start_response)
+        try:
+            body = self._read_body(environ)
+        except ApiError as error:
+            return wsgi_error(start_response, error)
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        cancel = Cancellation()
+        environ[CANCEL_KEY] = cancel
+        sock = environ.get("gunicorn.socket")
+        watcher = gevent.spawn(_watch_disconnect, sock, cancel) if sock is not None else None
+
+        def stop_watching() -> None:
+            if watcher is not None:
+                watcher.kill(block=False)
+
+        try:
+            return self._respond(environ, start_response, cancel, stop_watching)
+        except BaseException:
+            stop_watching()
+            raise
+
+    def _respond(self, environ: dict, start_response: Callable, cancel: Cancellation,
+                 stop_watching: Callable[[], None]) -> Iterable[bytes]:
+        captured = _Captured()
+        try:
+            if self._enabled:
+                result = self._pool().apply(self._app, (environ, captured))
+            else:
+                result = self._app(environ, captured)
+        except Exception as exc:  # Falcon's handlers catch nearly everything; this is the rest
+            log.exception("request work failed outside Falcon")
+            stop_watching()
+            return wsgi_error(start_response, ServerError(f"Internal server error: {exc}"))
+        resolve = getattr(result, "resolve", None)
+        if resolve is not None:
+            # A non-streamed generation: wait for it here, in the hub, then answer with a status
+            # and a Content-Length like any JSON response.
+            try:
+                status, headers, payload = resolve(cancel)
+            finally:
+                stop_watching()
+            if cancel.cancelled:
+                return []
+            start_response(status, headers)
+            return [payload]
+        if cancel.cancelled:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+            stop_watching()
+            return []
+        start_response(captured.status, captured.headers)
+        return _Finally(result, stop_watching)
+
+    def _read_body(self, environ: dict) -> bytes:
+        stream = environ["wsgi.input"]
+        length = environ.get("CONTENT_LENGTH")
+        if length:
+            try:
+                size = int(length)
+            except ValueError:
+                size = -1
+            if size > self._max_body:
+                raise PayloadTooLarge(f"Request body of {size} bytes exceeds the limit of "
+                                      f"{self._max_body} bytes.")
+            if size >= 0:
+                return stream.read(size)
+        chunks, total = [], 0
+        while True:
+            chunk = stream.read(_READ_CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            total += len(chunk)
+            if total > self._max_body:
+                raise PayloadTooLarge(f"Request body exceeds the limit of {self._max_body} bytes.")
+            chunks.append(chunk)

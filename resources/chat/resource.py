@@ -1,0 +1,15 @@
+"""POST /v1/chat/completions (Falcon resource; the work is in convert/render).
+
+Runs on: a request-pool thread.
+"""
+from __future__ import annotations
+
+from resources.chat.convert import prepare_chat
+from resources.chat.render import ChatStreamRenderer, render_chat_response
+from resources.generate_resource import GenerationResource
+
+
+class ChatCompletionsResource(GenerationResource):
+    prepare = staticmethod(prepare_chat)
+    stream_renderer = ChatStreamRenderer
+    render_response = staticmethod(render_chat_response)

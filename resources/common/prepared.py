@@ -1,0 +1,114 @@
+"""Prepared requests: the hand-off from request conversion to the engine client and the renderers.
+
+``prepare_completion``/``prepare_chat`` return a ``PreparedRequest``; each of its ``choices`` is
+one engine request (a prompt times one of its ``n`` samples), with the wire ``SamplingParams``
+filled in completely and the frontend-only options the detokenizer and renderers need.
+Nothing here is mutated after conversion, so it may cross from the request pool to the HTTP hub.
+
+Runs on: built on request pool threads; read on the HTTP hub.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.protocol import SamplingParams
+
+
+def random_request_id() -> str:
+    """16 lowercase hex digits, the low 64 bits of a uuid4 (vLLM's ``random_uuid``)."""
+    return f"{uuid.uuid4().int & 0xFFFF_FFFF_FFFF_FFFF:016x}"
+
+
+def response_id(prefix: str, body_request_id: str | None, header_request_id: str | None) -> str:
+    """``cmpl-``/``chatcmpl-`` plus the X-Request-Id header, else body ``request_id``, else random
+    (text-parity §5.2: the header wins)."""
+    base = header_request_id or body_request_id or random_request_id()
+    return f"{prefix}{base}"
+
+
+def now() -> int:
+    return int(time.time())
+
+
+@dataclass
+class PreparedChoice:
+    """One engine request.
+
+    Attributes:
+        index: the OpenAI ``choices[].index`` (``prompt_index * n + sample``).
+        prompt_index: which prompt of the request this samples.
+        external_req_id: the user-visible id vLLM would give this engine request
+            (``<id>-<prompt>`` for completions, ``<sample>_<...>`` for n > 1 children).
+        prompt_token_ids: the prompt after truncation, exactly as sent.
+        prompt_text: the prompt text used for completions echo (None when unknown).
+        sampling_params: the complete wire struct (one per choice: seeds differ for n > 1).
+        skip_special_tokens, spaces_between_special_tokens, stop, include_stop_str_in_output,
+        min_tokens: detokenizer options (the frontend applies stop strings).
+        logprobs: top-k sample logprobs requested (None = no logprobs).
+        prompt_logprobs: prompt logprobs requested (None = none).
+    """
+
+    index: int
+    prompt_index: int
+    external_req_id: str
+    prompt_token_ids: list[int]
+    prompt_text: str | None
+    sampling_params: SamplingParams
+    skip_special_tokens: bool = True
+    spaces_between_special_tokens: bool = True
+    stop: list[str] = field(default_factory=list)
+    include_stop_str_in_output: bool = False
+    min_tokens: int = 0
+    logprobs: int | None = None
+    prompt_logprobs: int | None = None
+
+
+@dataclass
+class PreparedRequest:
+    """A converted request: what to send and how to render what comes back.
+
+    Attributes:
+        kind: "completion" or "chat".
+        request_id: the response ``id`` (``cmpl-…``/``chatcmpl-…``).
+        created: ``created`` (taken once, repeated in every chunk).
+        model: the served model name written into responses.
+        stream: SSE response.
+        include_usage / continuous_usage: ``stream_options`` after ``--enable-force-include-usage``.
+        return_token_ids: vLLM's ``return_token_ids``.
+        echo: completions echo / chat echo.
+        echo_only: completions ``echo`` with ``max_tokens: 0`` (engine runs 1 token, output hidden).
+        logprobs: completions ``logprobs`` / chat ``top_logprobs`` when chat ``logprobs`` is on.
+        return_tokens_as_token_ids: write logprob tokens as ``token_id:<id>``.
+        n: samples per prompt; num_prompts: prompts in the request.
+        choices: the engine requests, ordered by ``index``.
+        priority, cache_salt: EngineCoreRequest fields.
+        response_role: chat ``message.role`` / first-chunk role.
+        echo_content: chat echo text to prefix (the last message's content when its role matches).
+        return_prompt_text / prompt_text: chat ``prompt_text`` (rendered template) when asked for.
+    """
+
+    kind: str
+    request_id: str
+    created: int
+    model: str
+    stream: bool
+    choices: list[PreparedChoice]
+    include_usage: bool = False
+    continuous_usage: bool = False
+    return_token_ids: bool = False
+    echo: bool = False
+    echo_only: bool = False
+    logprobs: int | None = None
+    return_tokens_as_token_ids: bool = False
+    n: int = 1
+    num_prompts: int = 1
+    priority: int = 0
+    cache_salt: str | None = None
+    response_role: str = "assistant"
+    echo_content: str = ""
+    return_prompt_text: bool = False
+    prompt_text: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,15 @@
+"""POST /v1/completions (Falcon resource; the work is in convert/render).
+
+Runs on: a request-pool thread.
+"""
+from __future__ import annotations
+
+from resources.completions.convert import prepare_completion
+from resources.completions.render import CompletionStreamRenderer, render_completion_response
+from resources.generate_resource import GenerationResource
+
+
+class CompletionsResource(GenerationResource):
+    prepare = staticmethod(prepare_completion)
+    stream_renderer = CompletionStreamRenderer
+    render_response = staticmethod(render_completion_response)

@@ -1,0 +1,72 @@
+"""The shared shape of the two generation endpoints' Falcon resources.
+
+parse → prepare (validate, render, tokenize) → submit to the engines → a body: a stream for
+``stream: true``, else a deferred JSON body that the offload driver resolves in the HTTP hub.
+
+Runs on: a request-pool thread (the HTTP hub with GREENFRONT_OFFLOAD=0).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import falcon
+
+from resources.request_body import read_json
+from errors import InvalidRequest
+from middleware.offload import CANCEL_KEY, Cancellation
+from resources.common.output import RequestState
+from resources.common.sse import error_event
+from runtime.state import WorkerState
+from streaming.body import DeferredBody, StreamingBody
+from streaming.submit import ClientGone, start_generation
+
+SSE = "text/event-stream; charset=utf-8"
+
+
+class GenerationResource:
+    """Base of /v1/completions and /v1/chat/completions; subclasses name their functions."""
+
+    #: prepare(body, ctx, header_request_id=...) -> PreparedRequest
+    prepare: Callable[..., Any]
+    #: renderer class for streams: (prepared, ctx) -> object with chunk/final_chunks
+    stream_renderer: Callable[..., Any]
+    #: (prepared, state) -> bytes for non-streamed bodies
+    render_response: Callable[..., bytes]
+
+    def __init__(self, state: WorkerState) -> None:
+        self._state = state
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        state = self._state
+        ctx = state.serving_context()
+        body = read_json(req)
+        prepared = type(self).prepare(body, ctx, header_request_id=req.get_header("X-Request-Id"))
+        cancel = req.env.get(CANCEL_KEY) or Cancellation()
+        try:
+            generation = start_generation(prepared, state.client, cancel,
+                                          data_parallel_rank=_dp_rank(req))
+        except ClientGone:
+            resp.status = 499
+            resp.data = b""
+            return
+        output_state = RequestState(prepared, ctx)
+        if prepared.stream:
+            renderer = type(self).stream_renderer(prepared, ctx)
+            resp.content_type = SSE
+            resp.stream = StreamingBody(generation, output_state, renderer, cancel, error_event)
+        else:
+            render = type(self).render_response
+            resp.content_type = falcon.MEDIA_JSON
+            resp.stream = DeferredBody(generation, output_state,
+                                       lambda st: render(prepared, st))
+
+
+def _dp_rank(req: falcon.Request) -> int | None:
+    raw = req.get_header("X-data-parallel-rank")
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidRequest(f"X-data-parallel-rank must be an integer, got {raw!r}.",
+                             param="X-data-parallel-rank") from None

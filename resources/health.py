@@ -1,0 +1,55 @@
+"""Light routes that never leave the HTTP hub: /health, /version, /load.
+
+Runs on: the HTTP hub.
+"""
+from __future__ import annotations
+
+import falcon
+
+import jsonio
+from errors import EngineUnavailable
+from runtime.state import WorkerState
+
+VERSION = "0.1.0"
+
+
+class HealthResource:
+    """200 with an empty body while the engines serve; 503 before registration or after death."""
+
+    def __init__(self, state: WorkerState) -> None:
+        self._state = state
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        client = self._state.client
+        if client is None or not client.healthy:
+            if client is not None and client.dead_reason:
+                raise EngineUnavailable(f"The engine core is dead: {client.dead_reason}.")
+            raise EngineUnavailable("The engine core has not registered yet.")
+        resp.status = falcon.HTTP_200
+        resp.data = b""
+
+
+class VersionResource:
+    def __init__(self, state: WorkerState) -> None:
+        self._state = state
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        client = self._state.client
+        engine_version = None
+        if client is not None and client.registrations:
+            engine_version = next(iter(client.registrations.values())).vllm_version
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = jsonio.dumps({"version": engine_version or "0.32.0",
+                                  "greenfront_version": VERSION})
+
+
+class LoadResource:
+    """``{"server_load": n}``: requests this worker has in flight in the engines."""
+
+    def __init__(self, state: WorkerState) -> None:
+        self._state = state
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        client = self._state.client
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = jsonio.dumps({"server_load": client.in_flight if client else 0})

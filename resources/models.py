@@ -1,0 +1,47 @@
+"""GET /v1/models: the served model names, in vLLM's shape.
+
+Runs on: the HTTP hub.
+"""
+from __future__ import annotations
+
+import secrets
+
+import falcon
+
+import jsonio
+from runtime.state import WorkerState
+
+
+class ModelsResource:
+    def __init__(self, state: WorkerState) -> None:
+        self._state = state
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        state = self._state
+        state.client.check_available()
+        created = int(state.started_at)
+        data = [{
+            "id": name,
+            "object": "model",
+            "created": created,
+            "owned_by": "vllm",
+            "root": state.config.model,
+            "parent": None,
+            "max_model_len": state.client.max_model_len,
+            "permission": [{
+                "id": f"modelperm-{secrets.token_hex(8)}",
+                "object": "model_permission",
+                "created": created,
+                "allow_create_engine": False,
+                "allow_sampling": True,
+                "allow_logprobs": True,
+                "allow_search_indices": False,
+                "allow_view": True,
+                "allow_fine_tuning": False,
+                "organization": "*",
+                "group": None,
+                "is_blocking": False,
+            }],
+        } for name in state.config.model_names]
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = jsonio.dumps({"object": "list", "data": data})

@@ -1,0 +1,31 @@
+"""POST /tokenize and /detokenize (vLLM's tokenizer routes).
+
+Runs on: a request-pool thread (tokenizing a multi-megabyte prompt must not stall the hub).
+"""
+from __future__ import annotations
+
+import falcon
+
+from resources.request_body import read_json
+from resources.tokenize.convert import detokenize, tokenize
+from runtime.state import WorkerState
+
+
+class TokenizeResource:
+    def __init__(self, state: WorkerState) -> None:
+        self._state = state
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        ctx = self._state.serving_context()
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = tokenize(read_json(req), ctx)
+
+
+class DetokenizeResource:
+    def __init__(self, state: WorkerState) -> None:
+        self._state = state
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        ctx = self._state.serving_context()
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = detokenize(read_json(req), ctx)

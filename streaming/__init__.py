@@ -1,0 +1,1 @@
+"""The response side of a generation: engine streams → detokenized, rendered HTTP bodies."""

@@ -1,0 +1,145 @@
+"""The HTTP bodies of a generation: an SSE stream, or one deferred JSON document.
+
+Both take every output that arrived since they last looked (coalescing: one write per wake-up,
+not one per token, gevent-physics.md §5), feed it to the request's output state (incremental
+detokenization, stop strings) and render it. A stop string that ends a choice early aborts its
+engine request; a body closed early (client gone) aborts whatever is still running.
+
+Runs on: the HTTP hub (gunicorn iterates the stream; the offload driver resolves deferred bodies).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Iterator
+
+from engine.protocol import FinishReason
+from errors import ApiError, ServerError
+from middleware.errors import http_parts, status_line
+from streaming.submit import Generation
+
+log = logging.getLogger("greenfront.body")
+
+_ENGINE_ERROR = int(FinishReason.ERROR)
+
+
+def _engine_error() -> ApiError:
+    # vLLM turns a request-level engine failure into this generic 500 (text-parity §3.1).
+    return ServerError("Internal server error")
+
+
+class _Pump:
+    """Moves outputs from the generation's streams into the request state."""
+
+    def __init__(self, generation: Generation, state: Any, cancel: Any) -> None:
+        self.generation = generation
+        self.state = state
+        self.cancel = cancel
+        self.error: ApiError | None = None
+
+    def step(self, on_delta: Callable[[int, Any], None]) -> bool:
+        """Wait for outputs, apply them; False once there is nothing more to wait for."""
+        generation = self.generation
+        items, error = generation.collect()
+        if not items and error is None:
+            if generation.finished or self.cancel.cancelled:
+                return False
+            generation.waker.wait()
+            items, error = generation.collect()
+        for index, output in items:
+            if output.finish_reason == _ENGINE_ERROR:
+                error = error or _engine_error()
+                continue
+            delta = self.state.add(index, output)
+            if delta.abort_engine:
+                stream = generation.streams[index]
+                stream.abort()
+            on_delta(index, delta)
+        if error is not None:
+            self.error = error
+            generation.abort()
+            return False
+        return True
+
+
+class StreamingBody:
+    """``text/event-stream`` body: chunks as outputs arrive, then usage and ``[DONE]``."""
+
+    def __init__(self, generation: Generation, state: Any, renderer: Any, cancel: Any,
+                 error_event: Callable[[ApiError], bytes]) -> None:
+        self._pump = _Pump(generation, state, cancel)
+        self._renderer = renderer
+        self._error_event = error_event
+        cancel.on_cancel(self._on_cancel)
+
+    def _on_cancel(self) -> None:
+        self._pump.generation.abort()
+        self._pump.generation.waker.wake()
+
+    def __iter__(self) -> Iterator[bytes]:
+        pump, renderer, state = self._pump, self._renderer, self._pump.state
+        frames: list[bytes] = []
+        start = getattr(renderer, "start", None)
+        if start is not None:
+            first = start(state)
+            if first:
+                frames.append(first)
+        on_delta = lambda index, delta: frames.append(renderer.chunk(index, delta, state))  # noqa: E731
+        while not state.all_finished and pump.step(on_delta):
+            if frames and not state.all_finished:
+                yield b"".join(frames)
+                frames.clear()
+        if pump.error is not None:
+            frames.append(self._error_event(pump.error))
+            yield b"".join(frames)
+            return
+        if pump.cancel.cancelled:
+            return
+        frames.append(renderer.final_chunks(state))
+        yield b"".join(frames)
+
+    def close(self) -> None:
+        self._pump.generation.abort()
+
+
+class DeferredBody:
+    """A non-streamed generation: ``resolve`` waits for every choice, then renders one body."""
+
+    def __init__(self, generation: Generation, state: Any,
+                 render: Callable[[Any], bytes]) -> None:
+        self._generation = generation
+        self._state = state
+        self._render = render
+
+    def resolve(self, cancel: Any) -> tuple[str, list[tuple[str, str]], bytes]:
+        """HTTP hub: status, headers and body once the generation is over (or failed)."""
+        generation = self._generation
+
+        def on_cancel() -> None:
+            generation.abort()
+            generation.waker.wake()
+        cancel.on_cancel(on_cancel)
+        pump = _Pump(generation, self._state, cancel)
+        try:
+            while not self._state.all_finished and pump.step(_ignore):
+                pass
+        except BaseException:
+            generation.abort()
+            raise
+        if pump.error is not None:
+            return http_parts(pump.error)
+        if cancel.cancelled:
+            return status_line(499), [], b""
+        body = self._render(self._state)
+        return status_line(200), [("Content-Type", "application/json"),
+                                  ("Content-Length", str(len(body)))], body
+
+    # A WSGI iterable too, in case a server iterates it directly; the driver calls resolve().
+    def __iter__(self) -> Iterator[bytes]:
+        raise RuntimeError("DeferredBody must be resolved by the offload driver")
+
+    def close(self) -> None:
+        self._generation.abort()
+
+
+def _ignore(index: int, delta: Any) -> None:
+    pass

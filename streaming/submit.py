@@ -1,0 +1,88 @@
+"""Turns a ``PreparedRequest`` into engine requests and tracks their streams.
+
+One ``Generation`` per HTTP request: it submits one ``EngineCoreRequest`` per choice (prompt × n),
+all sharing one ``Waker``, and aborts whatever is unfinished when the response ends early.
+
+Runs on: ``start_generation`` in a pool thread (or the HTTP hub with offload off); the rest in
+the HTTP hub.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from engine.client import EngineClient
+from engine.protocol import EngineCoreRequest
+from engine.stream import RequestStream, Waker
+from errors import ApiError
+
+
+class ClientGone(Exception):
+    """The client disconnected before its engine requests were sent."""
+
+
+class Generation:
+    """The engine requests behind one HTTP response (one per choice)."""
+
+    def __init__(self, client: EngineClient, streams: list[RequestStream], waker: Waker) -> None:
+        self.client = client
+        self.streams = streams
+        self.waker = waker
+
+    def collect(self) -> tuple[list[tuple[int, Any]], ApiError | None]:
+        """Every output that arrived, as (choice index, output), and the first stream error."""
+        items: list[tuple[int, Any]] = []
+        error = None
+        for index, stream in enumerate(self.streams):
+            for output in stream.take():
+                items.append((index, output))
+            if stream.error is not None and error is None:
+                error = stream.error
+        return items, error
+
+    @property
+    def finished(self) -> bool:
+        return all(s.finished for s in self.streams)
+
+    def abort(self) -> None:
+        """Abort every unfinished engine request (idempotent)."""
+        ids = [s.request_id for s in self.streams if not s.finished]
+        for s in self.streams:
+            s.finished = True
+        if ids:
+            self.client.abort(ids)
+
+
+def start_generation(prepared: Any, client: EngineClient, cancel: Any = None,
+                     data_parallel_rank: int | None = None) -> Generation:
+    """Submit every choice of ``prepared``; on any failure nothing is left running."""
+    waker = Waker()
+    streams: list[RequestStream] = []
+    external = prepared.request_id
+    multi = len(prepared.choices) > 1
+    arrival = time.time()
+    try:
+        for choice in prepared.choices:
+            if cancel is not None and cancel.cancelled:
+                raise ClientGone()
+            base = f"{external}-{choice.index}" if multi else external
+            request = EngineCoreRequest(
+                request_id=client.new_request_id(base),
+                prompt_token_ids=choice.prompt_token_ids,
+                mm_features=None,
+                sampling_params=choice.sampling_params,
+                pooling_params=None,
+                arrival_time=arrival,
+                lora_request=None,
+                cache_salt=getattr(prepared, "cache_salt", None),
+                data_parallel_rank=data_parallel_rank,
+                client_index=client.client_index,
+                priority=getattr(prepared, "priority", 0) or 0,
+                external_req_id=base,
+            )
+            streams.append(client.submit(request, waker))
+    except BaseException:
+        if streams:
+            client.abort([s.request_id for s in streams])
+        raise
+    return Generation(client, streams, waker)

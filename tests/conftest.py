@@ -1,0 +1,18 @@
+"""Session-wide fixtures: the test model directory (the real Tekken tokenizer, built locally)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory) -> str:
+    """A built model directory: $GREENFRONT_TEST_MODEL_DIR if it exists, else built here."""
+    preset = os.environ.get("GREENFRONT_TEST_MODEL_DIR")
+    if preset and os.path.exists(os.path.join(preset, ".complete")):
+        return preset
+    from text.make_default_model import main as make_model
+    out = str(tmp_path_factory.mktemp("model") / "tekken-tiny")
+    make_model([out])
+    return out

@@ -1,0 +1,124 @@
+"""Real processes for integration tests: gunicorn + the engine simulator on free ports.
+
+``GreenfrontServer`` starts ``gunicorn -c gunicorn.conf.py app:api`` exactly as a user does, with
+settings passed through the environment, waits for /health, and always stops the whole process
+group on teardown.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import requests
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def children_of(pid: int) -> list[tuple[int, str]]:
+    """(pid, cmdline) of the direct children of ``pid`` (read from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != pid:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            found.append((int(entry), cmd))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+class GreenfrontServer:
+    """One greenfront deployment (gunicorn master, workers, handshake server, simulator)."""
+
+    def __init__(self, model_dir: str, *, workers: int = 1, sim_args: str = "",
+                 env: dict[str, str] | None = None, served_name: str = "tiny") -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.run_dir = tempfile.mkdtemp(prefix="greenfront-test-")
+        self.log_path = os.path.join(self.run_dir, "server.log")
+        self.env = dict(os.environ)
+        self.env.update({
+            "GREENFRONT_MODEL": model_dir,
+            "GREENFRONT_SERVED_MODEL_NAME": served_name,
+            "GREENFRONT_BIND": f"127.0.0.1:{self.port}",
+            "GREENFRONT_WORKERS": str(workers),
+            "GREENFRONT_RUN_DIR": self.run_dir,
+            "GREENFRONT_SIM_ARGS": sim_args,
+            "GREENFRONT_REQUEST_WORKER_THREADS": "2",
+        })
+        self.env.update(env or {})
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60.0) -> "GreenfrontServer":
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "app:api"],
+            cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"greenfront exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                if requests.get(self.url + "/health", timeout=1).status_code == 200:
+                    return self
+            except requests.RequestException:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"greenfront did not become healthy in {timeout} s:\n{self.log()}")
+
+    def log(self) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode(errors="replace")[-20000:]
+        except OSError:
+            return ""
+
+    def engine_pids(self) -> list[int]:
+        assert self.proc is not None
+        return [pid for pid, cmd in children_of(self.proc.pid) if "engine.sim" in cmd]
+
+    def worker_pids(self) -> list[int]:
+        assert self.proc is not None
+        return [pid for pid, cmd in children_of(self.proc.pid) if "gunicorn" in cmd]
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # anything left in the group
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        self._log.close()
+        self.proc = None
+
+    def __enter__(self) -> "GreenfrontServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

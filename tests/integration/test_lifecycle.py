@@ -1,0 +1,124 @@
+"""Isolation, cancellation and engine death, shown as behaviour (never as timings)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+
+import requests
+
+
+def _stream_request(server, body: dict) -> socket.socket:
+    """Open a raw streamed completion and read until the first SSE event has arrived."""
+    payload = json.dumps(body).encode()
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
+    received = b""
+    while b"data: " not in received:
+        chunk = sock.recv(65536)
+        assert chunk, received
+        received += chunk
+    return sock
+
+
+def _wait_for(predicate, timeout=15.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_health_answers_while_a_huge_tokenize_is_worked_on(make_server):
+    # The HF backend makes a multi-megabyte prompt take seconds in the pool; /health must keep
+    # answering meanwhile, because only the pool thread is busy.
+    srv = make_server(env={"GREENFRONT_TOKENIZER_BACKEND": "hf"})
+    prompt = ("The quick brown fox jumps over the lazy dog. Zwölf Boxkämpfer jagen Viktor. "
+              "1234567890 ") * 40000  # ~3.4 MB
+    result = {}
+
+    def tokenize():
+        r = requests.post(srv.url + "/tokenize", json={"prompt": prompt}, timeout=120)
+        result["status"] = r.status_code
+        result["count"] = r.json().get("count")
+        result["done_at"] = time.monotonic()
+
+    worker = threading.Thread(target=tokenize)
+    worker.start()
+    answered_during = 0
+    while worker.is_alive():
+        r = requests.get(srv.url + "/health", timeout=30)
+        if worker.is_alive() and r.status_code == 200:
+            answered_during += 1
+    worker.join()
+    assert result["status"] == 200 and result["count"] > 100000
+    assert answered_during >= 3, f"/health answered only {answered_during} times during tokenize"
+
+
+def test_client_disconnect_aborts_the_engine_request(make_server):
+    srv = make_server(sim_args="--output-mode random --itl-ms 20 --verbose")
+    sock = _stream_request(srv, {"prompt": "Hello", "max_tokens": 100000, "stream": True,
+                                 "ignore_eos": True})
+    assert requests.get(srv.url + "/load", timeout=10).json()["server_load"] == 1
+    sock.close()
+    assert _wait_for(lambda: requests.get(srv.url + "/load", timeout=10).json()
+                     ["server_load"] == 0)
+    assert _wait_for(lambda: "abort" in srv.log().lower()), srv.log()
+    assert requests.get(srv.url + "/health", timeout=10).status_code == 200
+
+
+def test_killed_engine_ends_the_stream_with_an_error_and_health_turns_503(make_server):
+    srv = make_server(sim_args="--output-mode random --itl-ms 20")
+    sock = _stream_request(srv, {"prompt": "Hello", "max_tokens": 100000, "stream": True,
+                                 "ignore_eos": True})
+    for pid in srv.engine_pids():
+        os.kill(pid, signal.SIGKILL)
+    sock.settimeout(30)
+    received = b""
+    while not received.endswith(b"data: [DONE]\n\n") and b"0\r\n\r\n" not in received:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        received += chunk
+    sock.close()
+    assert b'"error"' in received, received[-500:]
+    assert _wait_for(lambda: requests.get(srv.url + "/health", timeout=10).status_code == 503)
+    r = requests.post(srv.url + "/v1/completions", json={"prompt": "hi"}, timeout=10)
+    assert r.status_code == 503
+    assert r.json()["error"]["code"] == 503
+
+
+def test_engine_core_dead_message_fails_requests(make_server):
+    srv = make_server(sim_args="--output-mode random --itl-ms 10 --die-after 1")
+    r = requests.post(srv.url + "/v1/completions",
+                      json={"prompt": "Hello", "max_tokens": 1000, "ignore_eos": True},
+                      timeout=30)
+    assert r.status_code in (500, 503), r.text
+    assert "error" in r.json()
+    assert _wait_for(lambda: requests.get(srv.url + "/health", timeout=10).status_code == 503)
+
+
+def test_two_workers_and_a_restarted_worker_reconnects(make_server):
+    srv = make_server(workers=2, sim_args="--output-mode echo --itl-ms 2")
+    body = {"prompt": "Hello world", "max_tokens": 2, "temperature": 0}
+    for _ in range(8):
+        r = requests.post(srv.url + "/v1/completions", json=body, timeout=30)
+        assert r.status_code == 200 and r.json()["choices"][0]["text"] == "Hello world"
+    victim = srv.worker_pids()[0]
+    os.kill(victim, signal.SIGKILL)
+    assert _wait_for(lambda: len(srv.worker_pids()) == 2 and victim not in srv.worker_pids())
+    ok = 0
+    deadline = time.time() + 30
+    while ok < 8 and time.time() < deadline:
+        try:
+            r = requests.post(srv.url + "/v1/completions", json=body, timeout=30)
+        except requests.RequestException:
+            continue
+        if r.status_code == 200 and r.json()["choices"][0]["text"] == "Hello world":
+            ok += 1
+    assert ok == 8, srv.log()

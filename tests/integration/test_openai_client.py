@@ -1,0 +1,98 @@
+"""The official ``openai`` client against a real gunicorn + simulator deployment."""
+from __future__ import annotations
+
+import openai
+import pytest
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+
+
+def test_models_lists_the_served_name(client):
+    models = client.models.list()
+    assert [m.id for m in models.data] == ["tiny"]
+
+
+def test_completion_echoes_the_prompt_tokens(client):
+    # The simulator in echo mode repeats the prompt's tokens (after BOS): greedy-like and exact.
+    out = client.completions.create(model="tiny", prompt="The capital of France is",
+                                    max_tokens=5, temperature=0)
+    choice = out.choices[0]
+    assert choice.text == "The capital of France is"
+    assert choice.finish_reason == "length"
+    assert out.usage.prompt_tokens == 6
+    assert out.usage.completion_tokens == 5
+    assert out.usage.total_tokens == 11
+    assert out.id.startswith("cmpl-")
+    assert out.model == "tiny"
+
+
+def test_completion_stream_concatenates_to_the_same_text(client):
+    chunks = list(client.completions.create(model="tiny", prompt="The capital of France is",
+                                            max_tokens=5, temperature=0, stream=True))
+    text = "".join(c.choices[0].text for c in chunks if c.choices)
+    assert text == "The capital of France is"
+    assert chunks[-1].choices[0].finish_reason == "length"
+    assert len({c.id for c in chunks}) == 1
+
+
+def test_completion_stream_with_usage(client):
+    chunks = list(client.completions.create(
+        model="tiny", prompt="Hello world", max_tokens=3, temperature=0, stream=True,
+        stream_options={"include_usage": True}))
+    assert chunks[-1].choices == []
+    assert chunks[-1].usage.completion_tokens == 3
+    assert chunks[-1].usage.prompt_tokens == 3
+
+
+def test_completion_stop_string_cuts_the_text(client):
+    out = client.completions.create(model="tiny", prompt="The capital of France is",
+                                    max_tokens=10, temperature=0, stop=[" France"])
+    assert out.choices[0].text == "The capital of"
+    assert out.choices[0].finish_reason == "stop"
+
+
+def test_completion_token_id_prompt_and_list_of_prompts(client):
+    out = client.completions.create(model="tiny", prompt=["Hello world", "The capital"],
+                                    max_tokens=2, temperature=0)
+    assert [c.index for c in out.choices] == [0, 1]
+    assert out.choices[0].text == "Hello world"
+    assert out.choices[1].text == "The capital"
+    ids = client.completions.create(model="tiny", prompt=[1, 22177, 4304], max_tokens=2,
+                                    temperature=0)
+    assert ids.choices[0].text == "Hello world"
+
+
+def test_chat_completion(client):
+    out = client.chat.completions.create(
+        model="tiny", messages=[{"role": "user", "content": "Say hi"}], max_tokens=4,
+        temperature=0)
+    msg = out.choices[0].message
+    assert msg.role == "assistant"
+    # echo of [INST]Say hi[/INST]: specials are skipped when detokenizing.
+    assert msg.content == "Say hi"
+    assert out.choices[0].finish_reason == "length"
+    assert out.usage.prompt_tokens == 5
+    assert out.id.startswith("chatcmpl-")
+
+
+def test_chat_completion_stream(client):
+    chunks = list(client.chat.completions.create(
+        model="tiny", messages=[{"role": "user", "content": "Say hi"}], max_tokens=4,
+        temperature=0, stream=True, stream_options={"include_usage": True}))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "Say hi"
+    finals = [c.choices[0].finish_reason for c in chunks if c.choices]
+    assert finals[-1] == "length"
+    assert chunks[-1].usage.completion_tokens == 4
+
+
+def test_chat_ends_on_eos(client):
+    out = client.chat.completions.create(
+        model="tiny", messages=[{"role": "user", "content": "one two three four"}],
+        max_tokens=50, temperature=0, extra_body={"vllm_xargs": {"sim_eos_after": 3}})
+    assert out.choices[0].finish_reason == "stop"
+    assert out.usage.completion_tokens == 3

@@ -1,0 +1,202 @@
+"""Per-request incremental detokenization and stop-string handling (text-parity §2 and §3.2).
+
+Owns: `IncrementalDetokenizer`, one per request choice. It turns the engine's output token ids
+into text exactly as vLLM 0.32's frontend does:
+
+- a `tokenizers.decoders.DecodeStream` pre-filled with the prompt ids is stepped once per output
+  token (`None` counts as ""), which gives vLLM's handling of incomplete UTF-8 for free: a
+  trailing partial character is held back and never emitted, a prompt ending in U+FFFD has its
+  whole text copied into the output (§2.2, §2.3);
+- when the engine finished with STOP (EOS or a stop token id), that last token is not decoded
+  unless `include_stop_str_in_output`;
+- stop strings are searched only in the text added since the last step (or since token
+  `min_tokens`), plus an overlap; the earliest-ending match wins; the text is cut before the
+  match (or after it with `include_stop_str_in_output`), and tokens after the completing one in
+  the same step are dropped;
+- while unfinished, streamed deltas hold back `max(len(stop)) - 1` characters.
+
+Also `detokenize_prompt` for echo and `/detokenize` (plain decode keeping special tokens).
+
+Called by the request's output handling: created on a request pool thread, then `update` and
+`get_next_output_text` on every engine step. Not thread-safe: one owner at a time.
+Runs on: request pool threads (creation) and the HTTP hub (updates; each step is microseconds).
+"""
+
+from __future__ import annotations
+
+import logging
+from bisect import bisect_left
+from collections.abc import Sequence
+
+from tokenizers.decoders import DecodeStream
+
+from text.tokenizer import Tokenizer
+
+log = logging.getLogger(__name__)
+
+# Raised by tokenizers when a stream's decoded prefix stops being a prefix of the new text
+# (non-monotonic UTF-8 repair). vLLM restarts the stream without the prompt in that case.
+INVALID_PREFIX_MESSAGE = "Invalid prefix encountered"
+
+
+def detokenize_prompt(tokenizer: Tokenizer, prompt_token_ids: Sequence[int]) -> str:
+    """Prompt text for completions `echo` of token prompts and for `/detokenize`.
+
+    vLLM decodes with special tokens kept: `[1, 22177]` -> `"<s>Hello"` (text-parity §2.5).
+    """
+    return tokenizer.decode(prompt_token_ids, skip_special_tokens=False)
+
+
+class IncrementalDetokenizer:
+    """Output text and stop-string state of one request choice."""
+
+    def __init__(self, tokenizer: Tokenizer, prompt_token_ids: Sequence[int], *,
+                 skip_special_tokens: bool = True, spaces_between_special_tokens: bool = True,
+                 stop: Sequence[str] = (), include_stop_str_in_output: bool = False,
+                 min_tokens: int = 0) -> None:
+        """Pre-fill the decode stream with `prompt_token_ids` (a list copy is taken)."""
+        self._hf = tokenizer.hf
+        self._skip_special_tokens = skip_special_tokens
+        self._stream = DecodeStream(ids=list(prompt_token_ids),
+                                    skip_special_tokens=skip_special_tokens)
+        self._stop = [stop] if isinstance(stop, str) else list(stop)
+        self._include_stop = include_stop_str_in_output
+        self._min_tokens = min_tokens
+        # Streaming must not show the start of a stop string that a later token might complete.
+        if self._stop and not include_stop_str_in_output:
+            self._hold_back = max(len(s) for s in self._stop) - 1
+        else:
+            self._hold_back = 0
+        self._sent_upto = 0
+        self._token_ids: list[int] = []
+        self._text = ""
+        # Only when both flags are off does vLLM change anything: an added token right after
+        # another one is rendered as its raw content.
+        self._raw_adjacent_added = not skip_special_tokens and not spaces_between_special_tokens
+        self._added_tokens: dict[int, str] = {}
+        self._last_was_added = False
+        if self._raw_adjacent_added:
+            self._added_tokens = {i: t.content for i, t in self._hf.get_added_tokens_decoder().items()}
+            if not self._added_tokens:
+                self._raw_adjacent_added = False
+
+    # -- state ----------------------------------------------------------------------------------
+
+    @property
+    def output_text(self) -> str:
+        """All text so far (cut at a matched stop string), without hold-back."""
+        return self._text
+
+    @property
+    def token_ids(self) -> list[int]:
+        """Output token ids accepted so far (the live list; do not mutate)."""
+        return self._token_ids
+
+    @property
+    def num_output_tokens(self) -> int:
+        return len(self._token_ids)
+
+    # -- per step -------------------------------------------------------------------------------
+
+    def update(self, new_token_ids: Sequence[int], stop_terminated: bool) -> str | None:
+        """Take one engine step's tokens; return the matched stop string, if any.
+
+        `stop_terminated`: the engine finished this request with STOP (EOS or a stop token id);
+        the step's last token is then not decoded unless `include_stop_str_in_output`, though it
+        is still counted.
+        """
+        if not new_token_ids:
+            return None
+        to_decode = list(new_token_ids)
+        withheld = None
+        if stop_terminated and not self._include_stop:
+            withheld = to_decode.pop()
+
+        prev_count = len(self._token_ids)
+        # Text length after each new token, so a match can be mapped back to a token count.
+        offsets = [len(self._text)] if self._stop else None
+        for token_id in to_decode:
+            self._token_ids.append(token_id)
+            self._text += self._decode_next(token_id)
+            if offsets is not None:
+                offsets.append(len(self._text))
+        if withheld is not None:
+            self._token_ids.append(withheld)
+            if offsets is not None:
+                offsets.append(len(self._text))
+
+        if offsets is None or len(self._token_ids) <= self._min_tokens:
+            return None
+        # Only text produced after the first min_tokens tokens may complete a stop string.
+        window_start = offsets[max(self._min_tokens - prev_count, 0)]
+        match = self._find_stop(len(self._text) - window_start)
+        if match is None:
+            return None
+        stop_str, start = match
+        end = start + len(stop_str)
+        # Keep the tokens up to the one whose text reaches the end of the match.
+        kept = bisect_left(offsets, end, 1)
+        del self._token_ids[prev_count + kept:]
+        if self._include_stop:
+            self._text = self._text[:end]
+        else:
+            self._text = self._text[:start]
+        return stop_str
+
+    def _find_stop(self, new_chars: int) -> tuple[str, int] | None:
+        """Earliest-ending stop string that overlaps the last `new_chars` characters, with its
+        start index; ties go to list order."""
+        if new_chars <= 0:
+            return None
+        text = self._text
+        best: tuple[str, int] | None = None
+        best_end = 0
+        for s in self._stop:
+            # Start far enough back that a match ending inside the new text is found.
+            from_index = max(len(text) + 1 - new_chars - len(s), 0)
+            at = text.find(s, from_index)
+            if at == -1:
+                continue
+            end = at + len(s)
+            if best is None or end < best_end:
+                best, best_end = (s, at), end
+        return best
+
+    def _decode_next(self, token_id: int) -> str:
+        piece = self._step(token_id)
+        if self._raw_adjacent_added:
+            content = self._added_tokens.get(token_id)
+            if content is not None and self._last_was_added:
+                piece = content
+            self._last_was_added = content is not None
+        return piece or ""
+
+    def _step(self, token_id: int) -> str | None:
+        try:
+            return self._stream.step(self._hf, token_id)
+        except (OverflowError, TypeError):
+            # vLLM logs and emits nothing for ids the stream cannot take (vllm#21951).
+            log.exception("invalid token id %r in decode stream", token_id)
+            return None
+        except Exception as e:
+            if not str(e).startswith(INVALID_PREFIX_MESSAGE):
+                raise
+            # vllm#17448: restart without the prompt and retry the token.
+            log.warning("decode stream reset after invalid prefix at token %r", token_id)
+            self._stream = DecodeStream(skip_special_tokens=self._skip_special_tokens)
+            return self._stream.step(self._hf, token_id)
+
+    def get_next_output_text(self, finished: bool, delta: bool) -> str:
+        """Text to send now: the whole text, or with `delta` only what was not sent before.
+
+        While unfinished the last `max(len(stop)) - 1` characters are held back.
+        """
+        hold = 0 if finished else self._hold_back
+        if not delta:
+            return self._text[:-hold] if hold else self._text
+        upto = len(self._text) - hold
+        start = self._sent_upto
+        if start < upto:
+            self._sent_upto = upto
+            return self._text[start:upto]
+        return ""
