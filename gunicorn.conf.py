@@ -29,6 +29,9 @@ timeout = 120
 graceful_timeout = 5
 keepalive = 5
 loglevel = _config.log_level
+# gunicorn 27's control socket defaults to one path per user: two deployments on one machine
+# (tests, benchmarks) would fight over it. greenfront is managed by signals; turn it off.
+control_socket_disable = True
 
 _children: list[subprocess.Popen] = []
 _HERE = os.path.dirname(os.path.abspath(__file__))

@@ -189,13 +189,14 @@ class EngineClient:
     # -- engine-I/O thread callbacks --------------------------------------------------------
     def _on_outputs(self, outputs: Any, frames: list) -> None:
         streams = self._streams
+        aux = frames if len(frames) > 1 else None
         batch = []
         for output in outputs.outputs:
             rid = output.request_id
             stream = streams.get(rid)
             if stream is None:
                 continue  # aborted, or a previous worker's request
-            batch.append((stream, output))
+            batch.append((stream, output, aux))
             if output.finish_reason is not None and streams.pop(rid, None) is not None:
                 self._outstanding[stream.engine_rank] -= 1
         if batch:
@@ -304,8 +305,8 @@ def _identity(rank: int) -> bytes:
 
 
 def _deliver(batch: list) -> None:
-    for stream, output in batch:
-        stream.deliver(output)
+    for stream, output, frames in batch:
+        stream.deliver(output, frames)
 
 
 def _run_all(calls: list[Callable[[], None]]) -> None:

@@ -69,8 +69,10 @@ class RequestStream:
         self._abort = abort
 
     # -- HTTP hub: called by the engine client's dispatch ------------------------------------
-    def deliver(self, output: Any) -> None:
-        self._outputs.append(output)
+    def deliver(self, output: Any, frames: list | None = None) -> None:
+        """Queue one output; ``frames`` are the message's aux frames when it has any (logprob
+        arrays of 256 bytes or more travel in their own ZMQ frames)."""
+        self._outputs.append((output, frames))
         if output.finish_reason is not None:
             self.finished = True
         self._waker.wake()
@@ -82,8 +84,8 @@ class RequestStream:
             self._waker.wake()
 
     # -- HTTP hub: the response writer ----------------------------------------------------------
-    def take(self) -> list[Any]:
-        """Every output that arrived since the last call."""
+    def take(self) -> list[tuple[Any, list | None]]:
+        """Every (output, frames) pair that arrived since the last call."""
         outputs = self._outputs
         if not outputs:
             return []

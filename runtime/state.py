@@ -100,4 +100,5 @@ class WorkerState:
             generation_defaults=self.model.generation_defaults(),
             generation_eos_ids=self.model.generation_eos_token_ids(),
             system_fingerprint=cfg.system_fingerprint,
+            special_tokens=self.model.special_tokens,
         )

@@ -12,20 +12,11 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Iterator
 
-from engine.protocol import FinishReason
-from errors import ApiError, ServerError
+from errors import ApiError
 from middleware.errors import http_parts, status_line
 from streaming.submit import Generation
 
 log = logging.getLogger("greenfront.body")
-
-_ENGINE_ERROR = int(FinishReason.ERROR)
-
-
-def _engine_error() -> ApiError:
-    # vLLM turns a request-level engine failure into this generic 500 (text-parity §3.1).
-    return ServerError("Internal server error")
-
 
 class _Pump:
     """Moves outputs from the generation's streams into the request state."""
@@ -45,14 +36,16 @@ class _Pump:
                 return False
             generation.waker.wait()
             items, error = generation.collect()
-        for index, output in items:
-            if output.finish_reason == _ENGINE_ERROR:
-                error = error or _engine_error()
+        for index, output, frames in items:
+            try:
+                delta = self.state.add(index, output, frames)
+            except ApiError as exc:  # a request-level engine failure (finish reason ERROR)
+                error = error or exc
                 continue
-            delta = self.state.add(index, output)
+            if delta is None:  # nothing to show yet (stream_interval) or a late output
+                continue
             if delta.abort_engine:
-                stream = generation.streams[index]
-                stream.abort()
+                generation.streams[index].abort()
             on_delta(index, delta)
         if error is not None:
             self.error = error

@@ -29,13 +29,14 @@ class Generation:
         self.streams = streams
         self.waker = waker
 
-    def collect(self) -> tuple[list[tuple[int, Any]], ApiError | None]:
-        """Every output that arrived, as (choice index, output), and the first stream error."""
-        items: list[tuple[int, Any]] = []
+    def collect(self) -> tuple[list[tuple[int, Any, list | None]], ApiError | None]:
+        """Every output that arrived, as (choice index, output, aux frames), and the first
+        stream error."""
+        items: list[tuple[int, Any, list | None]] = []
         error = None
         for index, stream in enumerate(self.streams):
-            for output in stream.take():
-                items.append((index, output))
+            for output, frames in stream.take():
+                items.append((index, output, frames))
             if stream.error is not None and error is None:
                 error = stream.error
         return items, error
@@ -58,14 +59,12 @@ def start_generation(prepared: Any, client: EngineClient, cancel: Any = None,
     """Submit every choice of ``prepared``; on any failure nothing is left running."""
     waker = Waker()
     streams: list[RequestStream] = []
-    external = prepared.request_id
-    multi = len(prepared.choices) > 1
     arrival = time.time()
     try:
         for choice in prepared.choices:
             if cancel is not None and cancel.cancelled:
                 raise ClientGone()
-            base = f"{external}-{choice.index}" if multi else external
+            base = choice.external_req_id
             request = EngineCoreRequest(
                 request_id=client.new_request_id(base),
                 prompt_token_ids=choice.prompt_token_ids,
@@ -74,10 +73,10 @@ def start_generation(prepared: Any, client: EngineClient, cancel: Any = None,
                 pooling_params=None,
                 arrival_time=arrival,
                 lora_request=None,
-                cache_salt=getattr(prepared, "cache_salt", None),
+                cache_salt=prepared.cache_salt,
                 data_parallel_rank=data_parallel_rank,
                 client_index=client.client_index,
-                priority=getattr(prepared, "priority", 0) or 0,
+                priority=prepared.priority,
                 external_req_id=base,
             )
             streams.append(client.submit(request, waker))

@@ -208,7 +208,8 @@ def _content_text(role: str, content: Any) -> str:
         parts = list(content)
     if role == "system":
         parts = _strip_billing_header(parts)
-    texts = [t for t in (_part_text(p) for p in parts) if t is not None]
+    # Empty parts are dropped, not joined: ["", "no"] -> "no".
+    texts = [t for t in (_part_text(p) for p in parts) if t]
     return "\n".join(texts)
 
 

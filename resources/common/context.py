@@ -36,6 +36,8 @@ class ServingContext:
         max_n: ``VLLM_MAX_N_SEQUENCES``.
         max_completion_prompts: ``VLLM_MAX_COMPLETION_PROMPTS``.
         structured_outputs_backend: the ``_backend`` written into structured-output params.
+        special_tokens: ``bos_token``/``eos_token``/... text for request chat templates (used only
+            with ``trust_request_chat_template``).
     """
 
     served_model_names: tuple[str, ...]
@@ -56,6 +58,7 @@ class ServingContext:
     max_n: int = 16384
     max_completion_prompts: int = 1024
     structured_outputs_backend: str = "xgrammar"
+    special_tokens: dict = field(default_factory=dict)
 
     @property
     def model_name(self) -> str:

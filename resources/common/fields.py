@@ -265,13 +265,10 @@ def v_union(*alternatives: Validator) -> Validator:
 Field = tuple  # (name, validator, default); default MISSING = required
 
 
-def parse_fields(body: dict, fields: list[Field], errors: list | None = None) -> dict[str, Any]:
-    """Validate ``body`` against an ordered field table; unknown keys are ignored.
-
-    Raises:
-        RequestValidationError: one or more fields failed (all of them reported, in table order).
-    """
-    errors = [] if errors is None else errors
+def collect_fields(body: dict, fields: list[Field]) -> tuple[dict[str, Any], list[dict]]:
+    """Validate ``body`` against an ordered field table; (values, errors), never raising.
+    Unknown keys are ignored."""
+    errors: list = []
     out: dict[str, Any] = {}
     for name, validator, default in fields:
         if name in body:
@@ -280,6 +277,16 @@ def parse_fields(body: dict, fields: list[Field], errors: list | None = None) ->
             add_error(errors, "missing", ("body", name), "Field required", body)
         else:
             out[name] = default() if callable(default) else default
+    return out, errors
+
+
+def parse_fields(body: dict, fields: list[Field]) -> dict[str, Any]:
+    """``collect_fields`` that raises.
+
+    Raises:
+        RequestValidationError: one or more fields failed (all of them reported, in table order).
+    """
+    out, errors = collect_fields(body, fields)
     if errors:
         raise validation_error(errors)
     return out

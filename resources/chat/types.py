@@ -1,0 +1,52 @@
+"""/v1/chat/completions request fields: names, lax types and defaults, in vLLM's order.
+
+Data only: ``fields(max_stop_strings)`` is the table ``resources.common.fields.parse_fields``
+runs; ``messages`` uses the union validator of ``resources.chat.validate``.
+
+Runs on: request pool threads (pure data).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from resources.chat.validate import v_message
+from resources.common.fields import (MISSING, Field, v_any, v_bool, v_dict, v_int, v_list,
+                                     v_literal, v_nullable, v_str, v_union)
+from resources.common.sampling import sampling_fields
+
+TOOL_CHOICE = v_nullable(v_union(v_literal("none"), v_literal("auto"), v_literal("required"),
+                                 v_dict()))
+REASONING_EFFORT = v_nullable(v_literal("none", "minimal", "low", "medium", "high", "xhigh",
+                                        "max"))
+
+
+@lru_cache(maxsize=8)
+def fields(max_stop_strings: int) -> list[Field]:
+    head: list[Field] = [
+        ("messages", v_list(v_message), MISSING),
+        ("model", v_nullable(v_str()), None),
+        ("logprobs", v_nullable(v_bool()), False),
+        ("top_logprobs", v_nullable(v_int()), 0),
+        ("max_tokens", v_nullable(v_int()), None),
+        ("max_completion_tokens", v_nullable(v_int()), None),
+        ("n", v_nullable(v_int()), 1),
+        ("tools", v_nullable(v_list(v_dict())), None),
+        ("tool_choice", TOOL_CHOICE, "none"),
+        ("reasoning_effort", REASONING_EFFORT, None),
+        ("include_reasoning", v_bool(), True),
+        ("parallel_tool_calls", v_nullable(v_bool()), True),
+    ]
+    tail: list[Field] = [
+        ("echo", v_bool(), False),
+        ("add_generation_prompt", v_bool(), True),
+        ("continue_final_message", v_bool(), False),
+        ("add_special_tokens", v_bool(), False),
+        ("documents", v_nullable(v_list(v_dict(v_str()))), None),
+        ("chat_template", v_nullable(v_str()), None),
+        ("chat_template_kwargs", v_nullable(v_dict()), None),
+        ("media_io_kwargs", v_nullable(v_dict()), None),
+        ("mm_processor_kwargs", v_nullable(v_dict()), None),
+        ("return_prompt_text", v_nullable(v_bool()), None),
+        ("logits_processors", v_any(), None),
+    ]
+    return head + sampling_fields(max_stop_strings) + tail

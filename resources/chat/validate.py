@@ -1,0 +1,230 @@
+"""/v1/chat/completions checks, in vLLM 0.32's order and wording (text-parity §8.2).
+
+Owns: the message validator that reproduces pydantic's errors for vLLM's union of message types
+(a ``content: null`` user message yields the 19 errors of §8.2), the raw-body "before" checks of
+ChatCompletionRequest (generation-prompt flags, tools, structured outputs, logprobs, stream
+options, response_format), and the serving-layer checks (tool choice without a parser, request
+chat templates, beam search).
+
+Called by: ``resources.chat.convert`` (and ``resources.chat.types`` for the message validator).
+Runs on: request pool threads (pure functions).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from errors import InvalidRequest
+from resources.common.context import ServingContext
+from resources.common.fields import INVALID, add_error
+from resources.common.sampling import plain_error
+
+# vLLM's message union, in order: (class name, required role literal or None for "any string",
+# fields in declaration order as (name, rule)). Rules: "text" = str or iterable of parts,
+# "text?" the same but optional and nullable, "str" = required str, "str?" = required, nullable
+# str, "role" = the role literal, "any" = required, "content?" = optional str | list, "list" =
+# harmony list content.
+_UNION = (
+    ("ChatCompletionDeveloperMessageParam", "developer", (("content", "text"), ("role", "role"))),
+    ("ChatCompletionSystemMessageParam", "system", (("content", "text"), ("role", "role"))),
+    ("ChatCompletionUserMessageParam", "user", (("content", "text"), ("role", "role"))),
+    ("ChatCompletionAssistantMessageParam", "assistant", (("role", "role"),
+                                                          ("content", "text?"))),
+    ("ChatCompletionToolMessageParam", "tool", (("content", "text"), ("role", "role"),
+                                                ("tool_call_id", "str"))),
+    ("ChatCompletionFunctionMessageParam", "function", (("content", "str?"), ("name", "str"),
+                                                        ("role", "role"))),
+    ("CustomChatCompletionMessageParam", None, (("role", "anystr"), ("content", "content?"))),
+)
+
+
+def _content_errors(rule: str, value: Any, loc: tuple, errors: list) -> None:
+    nullable = rule in ("text?", "str?")
+    if value is None and nullable:
+        return
+    if isinstance(value, str):
+        return
+    if rule == "str?":
+        add_error(errors, "string_type", loc, "Input should be a valid string", value)
+        return
+    if rule in ("text", "text?"):
+        if isinstance(value, (list, dict)):
+            return  # iterables of parts are checked when the content is parsed
+        add_error(errors, "string_type", loc, "Input should be a valid string", value)
+        add_error(errors, "iterable_type", loc, "Input should be iterable", value)
+        return
+    if isinstance(value, list):  # "content?": str | list[parts]
+        return
+    add_error(errors, "string_type", loc, "Input should be a valid string", value)
+    add_error(errors, "list_type", loc, "Input should be a valid list", value)
+
+
+def _alternative_errors(name: str, role: str | None, rules: tuple, message: dict,
+                        loc: tuple) -> list:
+    errors: list = []
+    here = loc + (name,)
+    for field, rule in rules:
+        at = here + (field,)
+        if field not in message:
+            if rule not in ("text?", "content?"):
+                add_error(errors, "missing", at, "Field required", message)
+            continue
+        value = message[field]
+        if rule == "role":
+            if value != role:
+                add_error(errors, "literal_error", at, f"Input should be '{role}'", value,
+                          {"expected": f"'{role}'"})
+        elif rule in ("str", "anystr"):
+            if not isinstance(value, str):
+                add_error(errors, "string_type", at, "Input should be a valid string", value)
+        else:
+            _content_errors(rule, value, at, errors)
+    return errors
+
+
+def v_message(value: Any, loc: tuple, errors: list) -> Any:
+    """One chat message: accepted when any member of vLLM's union accepts it; otherwise every
+    member's errors, as pydantic reports a failed union."""
+    if not isinstance(value, dict):
+        for name, _, _ in _UNION:
+            add_error(errors, "dict_type", loc + (name,), "Input should be a valid dictionary",
+                      value)
+        add_error(errors, "model_type", loc + ("Message",), "Input should be a valid dictionary "
+                  "or instance of Message", value, {"class_name": "Message"})
+        return INVALID
+    collected: list = []
+    for name, role, rules in _UNION:
+        found = _alternative_errors(name, role, rules, value, loc)
+        if not found:
+            return value
+        collected.extend(found)
+    # The last member is openai-harmony's Message (author + list content).
+    if "author" not in value:
+        add_error(collected, "missing", loc + ("Message", "author"), "Field required", value)
+    if not isinstance(value.get("content"), list):
+        add_error(collected, "list_type", loc + ("Message", "content"),
+                  "Input should be a valid list", value.get("content"))
+    errors.extend(collected)
+    return INVALID
+
+
+def _check_tools_raw(body: dict) -> None:
+    if body.get("tools") == []:
+        raise InvalidRequest("`tools` must not be an empty array. Either provide at least one "
+                             "tool or omit the field entirely.", param="tools")
+    if "tool_choice" not in body and body.get("tools"):
+        body["tool_choice"] = "auto"  # vLLM's default once tools are given
+    choice = body.get("tool_choice")
+    if choice is None or choice == "none":
+        return
+    if body.get("tools") is None:
+        raise InvalidRequest("When using `tool_choice`, `tools` must be set.",
+                             param="tool_choice")
+    if choice not in ("auto", "required") and not isinstance(choice, dict):
+        raise InvalidRequest(f"Invalid value for `tool_choice`: {choice}! Only named tools, "
+                             '"none", "auto" or "required" are supported.', param="tool_choice")
+    if isinstance(choice, dict):
+        usage = 'Correct usage: `{"type": "function", "function": {"name": "my_function"}}`'
+        function = choice.get("function")
+        if not isinstance(function, dict):
+            raise InvalidRequest(f"Invalid value for `function`: `{function}` in `tool_choice`! "
+                                 f"{usage}", param="tool_choice.function")
+        if "name" not in function:
+            raise InvalidRequest(f"Expected field `name` in `function` in `tool_choice`! {usage}",
+                                 param="tool_choice.function.name")
+        name = function["name"]
+        if not isinstance(name, str) or not name:
+            raise InvalidRequest(f"Invalid `name` in `function`: `{name}` in `tool_choice`! "
+                                 f"{usage}", param="tool_choice.function.name")
+        tools = body["tools"] if isinstance(body["tools"], list) else []
+        if not any(isinstance(t, dict) and isinstance(t.get("function"), dict)
+                   and t["function"].get("name") == name for t in tools):
+            raise InvalidRequest("The tool specified in `tool_choice` does not match any of the "
+                                 "specified `tools`", param="tool_choice")
+
+
+def _check_logprobs_raw(body: dict) -> None:
+    if body.get("logprob_token_ids") and body.get("use_beam_search"):
+        raise InvalidRequest("`logprob_token_ids` is not supported with beam search.",
+                             param="logprob_token_ids")
+    if body.get("logprob_token_ids") and not body.get("logprobs"):
+        raise InvalidRequest("when using `logprob_token_ids`, `logprobs` must be set to true.",
+                             param="logprob_token_ids")
+    for name in ("prompt_logprobs", "top_logprobs"):
+        value = body.get(name)
+        if value is not None and not isinstance(value, (int, float)):
+            raise InvalidRequest(f"`{name}` must be an integer.", param=name, value=value,
+                                 show_value=True)
+    prompt_logprobs = body.get("prompt_logprobs")
+    if prompt_logprobs is not None:
+        if body.get("stream") and (prompt_logprobs > 0 or prompt_logprobs == -1):
+            raise InvalidRequest("`prompt_logprobs` are not available when `stream=True`.",
+                                 param="prompt_logprobs")
+        if prompt_logprobs < 0 and prompt_logprobs != -1:
+            raise InvalidRequest("`prompt_logprobs` must be a positive value or -1.",
+                                 param="prompt_logprobs", value=prompt_logprobs, show_value=True)
+    top = body.get("top_logprobs")
+    if top is not None:
+        if top < 0 and top != -1:
+            raise InvalidRequest("`top_logprobs` must be a positive value or -1.",
+                                 param="top_logprobs", value=top, show_value=True)
+        if (top == -1 or top > 0) and not body.get("logprobs"):
+            raise InvalidRequest("when using `top_logprobs`, `logprobs` must be set to true.",
+                                 param="top_logprobs")
+
+
+def check_raw(body: dict) -> None:
+    """vLLM's "before" validators of ChatCompletionRequest (last-defined first).
+
+    NOTE: like vLLM, fills in ``tool_choice: "auto"`` on ``body`` when tools come without one.
+    """
+    if body.get("continue_final_message") and body.get("add_generation_prompt"):
+        raise InvalidRequest("Cannot set both `continue_final_message` and "
+                             "`add_generation_prompt` to True.")
+    _check_tools_raw(body)
+    so = body.get("structured_outputs")
+    if isinstance(so, dict):
+        count = sum(so.get(k) is not None for k in ("json", "regex", "choice"))
+        if count > 1:
+            raise InvalidRequest("You can only use one kind of constraints for structured "
+                                 "outputs ('json', 'regex' or 'choice').")
+        if count and body.get("tool_choice", "none") not in ("none", "auto", "required"):
+            raise InvalidRequest("You can only either use constraints for structured outputs "
+                                 "or tools, not both.")
+    _check_logprobs_raw(body)
+    if body.get("stream_options") and not body.get("stream"):
+        raise InvalidRequest("Stream options can only be defined when `stream=True`.",
+                             param="stream_options")
+    rf = body.get("response_format")
+    if isinstance(rf, dict) and rf.get("type") == "json_schema" and rf.get("json_schema") is None:
+        raise InvalidRequest("When response_format type is 'json_schema', the 'json_schema' "
+                             "field must be provided.", param="response_format")
+    messages = body.get("messages")
+    if isinstance(messages, list):  # the deprecated spelling is renamed before validation
+        for msg in messages:
+            if isinstance(msg, dict) and msg.get("reasoning_content") is not None:
+                msg.setdefault("reasoning", msg.pop("reasoning_content"))
+
+
+def check_request(f: dict[str, Any], ctx: ServingContext) -> None:
+    """Serving-layer refusals before rendering: beam search, unsupported extras, tool choice
+    without a tool parser (greenfront has none), untrusted request chat templates."""
+    if f["use_beam_search"]:
+        raise plain_error("Beam search is not supported by this server (greenfront); use "
+                          "sampling with n instead.", "use_beam_search")
+    if f["logits_processors"] is not None:
+        raise plain_error("logits_processors is not supported by this server (greenfront).",
+                          "logits_processors")
+    choice = f["tool_choice"]
+    if choice == "auto":
+        raise InvalidRequest('"auto" tool choice requires --enable-auto-tool-choice and '
+                             "--tool-call-parser to be set")
+    if choice not in (None, "none"):
+        desc = (f'function "{choice["function"]["name"]}"' if isinstance(choice, dict)
+                else f'"{choice}"')
+        raise InvalidRequest(f"tool_choice={desc} requires --tool-call-parser to be set")
+    kwargs = f["chat_template_kwargs"] or {}
+    if not ctx.trust_request_chat_template and (
+            f["chat_template"] is not None or kwargs.get("chat_template") is not None):
+        raise InvalidRequest("Chat template is passed with request, but "
+                             "--trust-request-chat-template is not set. Refused request with "
+                             "untrusted chat template.")

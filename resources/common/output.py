@@ -1,0 +1,230 @@
+"""Per-request output state: engine deltas -> text deltas, finish/stop reasons, logprobs, usage.
+
+Owns what vLLM's OutputProcessor and serving layer keep per request choice: the incremental
+detokenizer (text, stop strings, hold-back), the accepted token ids, logprob positions, the
+finish and stop reasons, and whether the engine must be told to abort (a stop *string* matched
+while the engine still runs the request, protocol §3.4).
+
+The lead's streaming driver creates one ``RequestState`` per ``PreparedRequest`` and feeds each
+``EngineCoreOutput`` of choice ``i`` to ``add(i, output)``; the renderers read the returned
+``ChoiceDelta`` and the state (usage, accumulated text) to write bytes.
+
+Runs on: the HTTP hub (each ``add`` is microseconds: one DecodeStream step per token).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from engine.protocol import FinishReason, finish_reason_str
+from errors import ServerError
+from resources.common.context import ServingContext
+from resources.common.logprobs import (Namer, Position, chat_logprobs, completion_logprobs,
+                                       positions_from)
+from resources.common.prepared import PreparedChoice, PreparedRequest
+from text.detokenizer import IncrementalDetokenizer
+
+
+@dataclass
+class ChoiceDelta:
+    """What one engine output changed for one choice (stream mode: the chunk's content).
+
+    Attributes:
+        index: the choice index.
+        text: new text (stream: after hold-back; final-only: "" until finished).
+        token_ids: new output token ids (after a stop-string cut).
+        logprobs: the chunk's logprobs object in the endpoint's OpenAI shape, or None.
+        finish_reason: "stop" / "length" / "abort" / "repetition", or None while running.
+        stop_reason: the matched stop string, the stop token id, "repetition_detected" or None.
+        abort_engine: a stop string finished the choice while the engine still runs it.
+        first: the first delta of this choice (echo and ``prompt_token_ids`` go here).
+        completion_tokens: output tokens of this choice so far (continuous usage).
+    """
+
+    index: int
+    text: str
+    token_ids: list[int]
+    logprobs: dict | None
+    finish_reason: str | None
+    stop_reason: int | str | None
+    abort_engine: bool
+    first: bool
+    completion_tokens: int
+
+
+class ChoiceState:
+    """One choice: its detokenizer plus what the renderers need at the end."""
+
+    def __init__(self, choice: PreparedChoice, ctx: ServingContext) -> None:
+        self.choice = choice
+        self.detokenizer = IncrementalDetokenizer(
+            ctx.tokenizer, choice.prompt_token_ids,
+            skip_special_tokens=choice.skip_special_tokens,
+            spaces_between_special_tokens=choice.spaces_between_special_tokens,
+            stop=choice.stop, include_stop_str_in_output=choice.include_stop_str_in_output,
+            min_tokens=choice.min_tokens)
+        self.finish_reason: str | None = None
+        self.stop_reason: int | str | None = None
+        self.positions: list[Position] = []  # sample logprobs (final-only mode keeps them all)
+        self.prompt_positions: list[Position | None] | None = None
+        self.started = False
+        self.text_offset = 0  # completions logprobs text_offset carried across chunks
+        self.num_cached_tokens = 0
+        self.num_cache_creation_tokens = 0
+        # Request-level stream_interval (the server's is 1): batch this many tokens per chunk.
+        self.stream_interval = choice.sampling_params.stream_interval or 1
+        self.sent_tokens = 0
+        self.pending: list[Position] = []  # stream logprobs not yet sent
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None
+
+    @property
+    def token_ids(self) -> list[int]:
+        return self.detokenizer.token_ids
+
+    @property
+    def num_output_tokens(self) -> int:
+        return self.detokenizer.num_output_tokens
+
+    def final_text(self) -> str:
+        """The whole output text (non-streamed bodies)."""
+        return self.detokenizer.get_next_output_text(True, False)
+
+
+class RequestState:
+    """All choices of one request.
+
+    Args:
+        prepared: the converted request.
+        ctx: the serving context (tokenizer).
+    """
+
+    def __init__(self, prepared: PreparedRequest, ctx: ServingContext) -> None:
+        self.prepared = prepared
+        self.ctx = ctx
+        self.choices = [ChoiceState(c, ctx) for c in prepared.choices]
+        self.namer = Namer(ctx.tokenizer, prepared.return_tokens_as_token_ids)
+
+    @property
+    def all_finished(self) -> bool:
+        return all(c.finished for c in self.choices)
+
+    def add(self, choice_index: int, output: Any, frames: Sequence[Any] | None = None
+            ) -> ChoiceDelta | None:
+        """Apply one ``EngineCoreOutput`` to choice ``choice_index``.
+
+        Args:
+            frames: the multipart message the output came in (logprob arrays may live in aux
+                frames).
+
+        Returns:
+            The delta, or None when there is nothing to send: the choice had already finished
+            (late outputs are dropped), or ``stream_interval`` holds these tokens back.
+
+        Raises:
+            ServerError: the engine finished the request with ERROR (vLLM's "Internal server
+                error"; the driver turns it into a 500 or an SSE error event, §8.3).
+        """
+        state = self.choices[choice_index]
+        if state.finished:
+            return None
+        code = output.finish_reason
+        if code == FinishReason.ERROR:
+            raise ServerError("Internal server error")
+        first = not state.started
+        state.started = True
+        if first and output.prefill_stats is not None:
+            state.num_cached_tokens = output.prefill_stats.num_cached_tokens
+            state.num_cache_creation_tokens = output.prefill_stats.num_cache_creation_tokens
+        choice = state.choice
+        if output.new_prompt_logprobs_tensors is not None and choice.prompt_logprobs is not None:
+            state.prompt_positions = [None] + positions_from(
+                output.new_prompt_logprobs_tensors, choice.prompt_logprobs, frames)
+
+        before = state.num_output_tokens
+        stop_string = state.detokenizer.update(output.new_token_ids,
+                                               code == FinishReason.STOP)
+        new_ids = state.token_ids[before:]
+        finish_reason = None if code is None else finish_reason_str(code)
+        stop_reason = output.stop_reason
+        abort_engine = False
+        if stop_string is not None:
+            abort_engine = code is None
+            finish_reason, stop_reason = "stop", stop_string
+        new_positions: list[Position] = []
+        if output.new_logprobs is not None and choice.logprobs is not None:
+            new_positions = positions_from(output.new_logprobs, choice.logprobs,
+                                           frames)[:len(new_ids)]
+        finished = finish_reason is not None
+        if finished:
+            state.finish_reason, state.stop_reason = finish_reason, stop_reason
+
+        if not self.prepared.stream:
+            state.positions.extend(new_positions)
+            return ChoiceDelta(choice.index, "", new_ids, None, finish_reason, stop_reason,
+                               abort_engine, first, state.num_output_tokens)
+        state.pending.extend(new_positions)
+        if state.stream_interval > 1:
+            # vLLM sends the first step, the finishing one, and then every stream_interval tokens.
+            if not (finished or state.sent_tokens == 0
+                    or state.num_output_tokens - state.sent_tokens >= state.stream_interval):
+                return None
+            new_ids = state.token_ids[state.sent_tokens:]
+            state.sent_tokens = state.num_output_tokens
+        new_positions, state.pending = state.pending, []
+        text = state.detokenizer.get_next_output_text(finished, True)
+        logprobs = self._stream_logprobs(state, new_ids, new_positions, first)
+        return ChoiceDelta(choice.index, text, new_ids, logprobs, finish_reason, stop_reason,
+                           abort_engine, first, state.num_output_tokens)
+
+    def _stream_logprobs(self, state: ChoiceState, ids: list[int], positions: list[Position],
+                         first: bool) -> dict | None:
+        prepared = self.prepared
+        if prepared.logprobs is None:
+            return None
+        if prepared.kind == "chat":
+            return chat_logprobs(ids, positions, prepared.logprobs, self.namer, stream=True)
+        if prepared.echo and first:
+            # The echoed prompt's logprobs precede the first output token's (or replace them
+            # when echo runs without generation).
+            prompt_ids = state.choice.prompt_token_ids
+            prompt_pos = state.prompt_positions or [None] * len(prompt_ids)
+            if prepared.echo_only:
+                ids, positions = prompt_ids, prompt_pos
+            else:
+                ids, positions = [*prompt_ids, *ids], [*prompt_pos, *positions]
+        body, state.text_offset = completion_logprobs(ids, positions, prepared.logprobs,
+                                                      self.namer, state.text_offset)
+        return body
+
+    # -- usage ----------------------------------------------------------------------------------
+
+    def prompt_tokens(self) -> int:
+        """Prompt tokens, each prompt counted once (not once per sample)."""
+        seen: dict[int, int] = {}
+        for c in self.prepared.choices:
+            seen.setdefault(c.prompt_index, len(c.prompt_token_ids))
+        return sum(seen.values())
+
+    def completion_tokens(self) -> int:
+        return sum(c.num_output_tokens for c in self.choices)
+
+    def usage(self) -> dict[str, Any]:
+        """The non-streamed usage object, keys in vLLM's order (§5.1)."""
+        prompt, completion = self.prompt_tokens(), self.completion_tokens()
+        return {"prompt_tokens": prompt, "total_tokens": prompt + completion,
+                "completion_tokens": completion,
+                "prompt_tokens_details": self.prompt_tokens_details(),
+                "completion_tokens_details": None}
+
+    def prompt_tokens_details(self) -> dict | None:
+        """``{"cached_tokens", "created_cache_tokens", "multimodal_tokens"}`` when enabled."""
+        if not self.ctx.enable_prompt_tokens_details or not self.choices:
+            return None
+        # NOTE: vLLM reports the cache counts of one engine request, not a sum.
+        source = self.choices[-1] if self.prepared.kind == "completion" else self.choices[0]
+        created = (source.num_cache_creation_tokens if self.prepared.kind == "chat" else None)
+        return {"cached_tokens": source.num_cached_tokens, "created_cache_tokens": created,
+                "multimodal_tokens": None}

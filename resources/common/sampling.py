@@ -1,0 +1,221 @@
+"""Sampling fields shared by completions and chat, and the wire ``SamplingParams`` built from them.
+
+Owns: the field table of the sampling-related request fields (lax types, defaults), the usage
+flags of ``stream_options``, the ``max_tokens`` budget of text-parity §4.3/§5.2, generation-config
+defaults and EOS handling (§5.2, protocol §3.3), n > 1 fan-out, and the SamplingParams build: the
+checks of ``resources.common.sampling_rules`` (vLLM's order and wording), then
+``engine.protocol.validate_sampling_params`` as the last guard before the wire.
+
+Called by: ``resources.completions.convert`` and ``resources.chat.convert``.
+Runs on: request pool threads.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import msgspec
+
+from engine.protocol import (OutputKind, SamplingParams, SamplingParamsError,
+                             validate_sampling_params)
+from errors import InvalidRequest
+from resources.common.context import ServingContext
+from resources.common.sampling_rules import (bad_words_token_ids, check_engine_side,
+                                             check_like_vllm, convert_logit_bias, plain_error,
+                                             structured_outputs_for)
+
+__all__ = ["build_sampling_params", "fan_out", "max_tokens_for", "plain_error",
+           "sampling_fields", "usage_flags"]
+from resources.common.fields import (INVALID, Field, add_error, v_bool, v_dict, v_float, v_int,
+                                     v_int_list, v_list, v_literal, v_nullable, v_str, v_union)
+
+INT64 = {"ge": -(2 ** 63), "le": 2 ** 63 - 1}
+_SAMPLING_EPS = 1e-5
+_MIN_TEMPERATURE = 0.01
+# (field, OpenAI default) whose server default may come from generation_config.json (§5.2).
+_DEFAULTED = (("repetition_penalty", 1.0), ("presence_penalty", 0.0),
+              ("frequency_penalty", 0.0), ("temperature", 1.0), ("top_p", 1.0), ("top_k", 0),
+              ("min_p", 0.0))
+
+
+def v_stream_options() -> Any:
+    inner = [("include_usage", v_nullable(v_bool()), True),
+             ("continuous_usage_stats", v_nullable(v_bool()), False)]
+
+    def check(value: Any, loc: tuple, errors: list) -> Any:
+        if not isinstance(value, dict):
+            return add_error(errors, "model_type", loc, "Input should be a valid dictionary or "
+                             "instance of StreamOptions", value, {"class_name": "StreamOptions"})
+        before = len(errors)
+        out = {}
+        for name, validator, default in inner:
+            out[name] = validator(value[name], loc + (name,), errors) if name in value else default
+        return INVALID if len(errors) != before else out
+    return check
+
+
+@lru_cache(maxsize=8)
+def sampling_fields(max_stop_strings: int) -> list[Field]:
+    """The sampling-related fields both endpoints declare, in vLLM's declaration order."""
+    scalar = v_union(v_str(), v_int(), v_float(), v_list(v_union(v_str(), v_int(), v_float())))
+    return [
+        ("frequency_penalty", v_nullable(v_float()), None),
+        ("logit_bias", v_nullable(v_dict(v_float())), None),
+        ("presence_penalty", v_nullable(v_float()), None),
+        ("seed", v_nullable(v_int(**INT64)), None),
+        ("stop", v_nullable(v_union(v_str(), v_list(v_str(), max_length=max_stop_strings))),
+         list),
+        ("stream", v_nullable(v_bool()), False),
+        ("stream_options", v_nullable(v_stream_options()), None),
+        ("temperature", v_nullable(v_float()), None),
+        ("top_p", v_nullable(v_float()), None),
+        ("user", v_nullable(v_str()), None),
+        ("use_beam_search", v_bool(), False),
+        ("top_k", v_nullable(v_int()), None),
+        ("min_p", v_nullable(v_float()), None),
+        ("repetition_penalty", v_nullable(v_float()), None),
+        ("watermarking", v_nullable(v_bool()), None),
+        ("length_penalty", v_float(), 1.0),
+        ("stop_token_ids", v_nullable(v_int_list()), list),
+        ("include_stop_str_in_output", v_bool(), False),
+        ("ignore_eos", v_bool(), False),
+        ("min_tokens", v_int(), 0),
+        ("skip_special_tokens", v_bool(), True),
+        ("spaces_between_special_tokens", v_bool(), True),
+        ("truncate_prompt_tokens", v_nullable(v_int(ge=-1, le=INT64["le"])), None),
+        ("truncation_side", v_nullable(v_literal("left", "right")), None),
+        ("allowed_token_ids", v_nullable(v_int_list()), None),
+        ("prompt_logprobs", v_nullable(v_int()), None),
+        ("logprob_token_ids", v_nullable(v_int_list()), None),
+        ("bad_words", v_list(v_str()), list),
+        ("response_format", v_nullable(v_dict()), None),
+        ("structured_outputs", v_nullable(v_dict()), None),
+        ("priority", v_int(**INT64), 0),
+        ("request_id", v_str(), None),
+        ("return_tokens_as_token_ids", v_nullable(v_bool()), None),
+        ("return_token_ids", v_nullable(v_bool()), None),
+        ("cache_salt", v_nullable(v_str(min_length=1, max_length=1024)), None),
+        ("kv_transfer_params", v_nullable(v_dict()), None),
+        ("vllm_xargs", v_nullable(v_dict(scalar)), None),
+        ("repetition_detection", v_nullable(v_dict()), None),
+        ("thinking_token_budget", v_nullable(v_int()), None),
+        ("stream_interval", v_nullable(v_int(ge=1)), None),
+    ]
+
+
+def usage_flags(fields: dict, ctx: ServingContext) -> tuple[bool, bool]:
+    """(include_usage, continuous_usage) as vLLM decides them for a stream."""
+    if ctx.enable_force_include_usage:
+        return True, True
+    options = fields.get("stream_options")
+    if not options:
+        return False, False
+    include = bool(options["include_usage"])
+    return include, include and bool(options["continuous_usage_stats"])
+
+
+# ---- max_tokens -------------------------------------------------------------------------------
+
+def max_tokens_for(ctx: ServingContext, requested: int | None, prompt_len: int) -> int:
+    """min(context left, requested or the generation config's max_new_tokens) (§5.2)."""
+    candidates = [ctx.max_model_len - prompt_len]
+    fallback = requested if requested is not None else ctx.generation_defaults.get("max_tokens")
+    if fallback is not None:
+        candidates.append(int(fallback))
+    return min(candidates)
+
+
+# ---- SamplingParams ---------------------------------------------------------------------------
+
+def build_sampling_params(fields: dict, ctx: ServingContext, *, n: int, max_tokens: int,
+                          logprobs: int | None, prompt_logprobs: int | None,
+                          stream: bool) -> SamplingParams:
+    """The wire SamplingParams for one prompt (n = 1 on the wire; see ``fan_out``).
+
+    Raises:
+        InvalidRequest: any check of §8.2 that belongs to sampling.
+    """
+    sp: dict[str, Any] = {}
+    for name, default in _DEFAULTED:
+        value = fields.get(name)
+        if value is None:
+            value = ctx.generation_defaults.get(name, default)
+        sp[name] = int(value) if name == "top_k" else float(value)
+    logit_bias = convert_logit_bias(fields.get("logit_bias"))
+    stop = fields.get("stop")
+    stop = [] if stop is None else [stop] if isinstance(stop, str) else list(stop)
+    stop_ids = list(dict.fromkeys(fields.get("stop_token_ids") or ()))
+    bad_words = list(dict.fromkeys(fields.get("bad_words") or ()))
+    sp.update(max_tokens=max_tokens, min_tokens=fields["min_tokens"], logprobs=logprobs,
+              prompt_logprobs=prompt_logprobs, stop=stop, stop_token_ids=stop_ids,
+              bad_words=bad_words, logit_bias=logit_bias,
+              allowed_token_ids=fields.get("allowed_token_ids"))
+    if 0 < sp["temperature"] < _MIN_TEMPERATURE:
+        sp["temperature"] = _MIN_TEMPERATURE  # vLLM raises tiny temperatures to 0.01
+    check_like_vllm(sp, n, ctx)
+    if sp["temperature"] < _SAMPLING_EPS:  # greedy: the other sampling knobs are reset
+        sp.update(top_p=1.0, top_k=0, min_p=0.0)
+    check_engine_side(sp, ctx)
+    return _to_wire(sp, fields, ctx, stream)
+
+
+def _to_wire(sp: dict, fields: dict, ctx: ServingContext, stream: bool) -> SamplingParams:
+    ignore_eos = fields["ignore_eos"]
+    tokenizer_eos = ctx.tokenizer.eos_token_id
+    all_stop = set(sp["stop_token_ids"])
+    stop_ids = sp["stop_token_ids"]
+    if tokenizer_eos is not None:
+        all_stop.add(tokenizer_eos)
+    extra_eos = [e for e in ctx.generation_eos_ids if e != tokenizer_eos]
+    if extra_eos:
+        all_stop.update(extra_eos)
+        if not ignore_eos:
+            stop_ids = list(dict.fromkeys([*stop_ids, *extra_eos]))
+    seed = fields.get("seed")
+    extra_args = dict(fields.get("vllm_xargs") or {})
+    if fields.get("kv_transfer_params"):
+        extra_args["kv_transfer_params"] = fields["kv_transfer_params"]
+    budget = fields.get("thinking_token_budget")
+    include_stop = fields["include_stop_str_in_output"]
+    wire = SamplingParams(
+        presence_penalty=sp["presence_penalty"], frequency_penalty=sp["frequency_penalty"],
+        repetition_penalty=sp["repetition_penalty"], temperature=sp["temperature"],
+        watermarking=fields.get("watermarking"), top_p=sp["top_p"], top_k=sp["top_k"],
+        min_p=sp["min_p"], seed=None if seed == -1 else seed, stop=sp["stop"],
+        stop_token_ids=stop_ids, ignore_eos=ignore_eos, max_tokens=sp["max_tokens"],
+        min_tokens=sp["min_tokens"], logprobs=sp["logprobs"],
+        prompt_logprobs=sp["prompt_logprobs"], logprob_token_ids=fields.get("logprob_token_ids"),
+        skip_special_tokens=fields["skip_special_tokens"],
+        spaces_between_special_tokens=fields["spaces_between_special_tokens"],
+        include_stop_str_in_output=include_stop,
+        output_kind=int(OutputKind.DELTA if stream else OutputKind.FINAL_ONLY),
+        stream_interval=fields.get("stream_interval"), skip_clone=True,
+        output_text_buffer_length=(max(len(s) for s in sp["stop"]) - 1
+                                   if sp["stop"] and not include_stop else 0),
+        eos_token_id=None if ignore_eos else tokenizer_eos,
+        all_stop_token_ids=sorted(all_stop),
+        structured_outputs=structured_outputs_for(fields, ctx),
+        logit_bias=sp["logit_bias"], allowed_token_ids=sp["allowed_token_ids"],
+        extra_args=extra_args or None, bad_words=sp["bad_words"],
+        bad_words_token_ids=(bad_words_token_ids(ctx.tokenizer, sp["bad_words"])
+                             if sp["bad_words"] else None),
+        skip_reading_prefix_cache=sp["prompt_logprobs"] is not None,
+        thinking_token_budget=None if budget == -1 else budget,
+        repetition_detection=fields.get("repetition_detection"),
+    )
+    try:
+        validate_sampling_params(wire, ctx.tokenizer.vocab_size)
+    except SamplingParamsError as exc:
+        # NOTE: only reachable for values vLLM would have refused in a way we do not word
+        # ourselves; never send what the engine would choke on (protocol §3.1).
+        raise InvalidRequest(str(exc), param=exc.param) from None
+    return wire
+
+
+def fan_out(sp: SamplingParams, n: int) -> list[SamplingParams]:
+    """n wire requests for one prompt: vLLM sends n children with ``seed + i`` (protocol §3.2)."""
+    if n == 1:
+        return [sp]
+    if sp.seed is None:
+        return [msgspec.structs.replace(sp) for _ in range(n)]
+    return [msgspec.structs.replace(sp, seed=sp.seed + i) for i in range(n)]

@@ -1,0 +1,175 @@
+"""vLLM's SamplingParams rules, restated: the checks in its order and wording, and the
+conversions of request fields into wire values.
+
+Owns: which checks carry ``(parameter=…, value=…)`` and which do not (text-parity §8.2), the
+order vLLM runs them in (constructor checks, greedy reset, then the engine client's vocabulary
+and logprobs checks), ``logit_bias`` key conversion and clamping, ``response_format`` /
+``structured_outputs`` -> the wire map, and bad-word tokenization.
+
+Called by: ``resources.common.sampling.build_sampling_params``.
+Runs on: request pool threads (pure functions).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from errors import InvalidRequest
+from resources.common.context import ServingContext
+
+_SAMPLING_EPS = 1e-5
+
+
+def plain_error(message: str, param: str | None = None) -> InvalidRequest:
+    """A 400 whose ``param`` is set without vLLM's "(parameter=…)" suffix (its
+    ``create_error_response(param=…)`` path, e.g. "Echo is unsupported with suffix.")."""
+    exc = InvalidRequest(message)
+    exc.param = param
+    return exc
+
+
+def convert_logit_bias(bias: dict | None) -> dict[int, float] | None:
+    """String keys to token ids, biases clamped to ±100 (§8.2 wording for bad keys)."""
+    if bias is None:
+        return None
+    out: dict[int, float] = {}
+    invalid = []
+    for key, value in bias.items():
+        try:
+            token = int(key)
+        except (TypeError, ValueError):
+            invalid.append(key)
+            continue
+        out[token] = min(100.0, max(-100.0, value))
+    if invalid:
+        raise InvalidRequest("logit_bias contains key(s) that cannot be converted to integer "
+                             f"token IDs: {invalid!r}", param="logit_bias", value=invalid,
+                             show_value=True)
+    return out
+
+
+def structured_outputs_for(fields: dict, ctx: ServingContext) -> dict | None:
+    """``response_format`` / ``structured_outputs`` -> the 11-key wire map with ``_backend``."""
+    params = dict(fields.get("structured_outputs") or {})
+    rf = fields.get("response_format")
+    kind = rf.get("type") if rf else None
+    if kind == "json_object":
+        params["json_object"] = True
+    elif kind == "json_schema":
+        schema = rf.get("json_schema")
+        params["json"] = schema.get("schema") if isinstance(schema, dict) else None
+    elif kind not in (None, "text"):
+        raise plain_error(f"response_format type {kind!r} is not supported by this server; use "
+                          "'text', 'json_object' or 'json_schema'.", "response_format")
+    if not params:
+        return None
+    keys = ("json", "regex", "choice", "grammar", "json_object", "structural_tag")
+    chosen = [k for k in keys if params.get(k) is not None]
+    if len(chosen) > 1:
+        raise InvalidRequest("You can only use one kind of structured outputs constraint but "
+                             f"multiple are specified: {chosen}")
+    if not chosen:
+        raise InvalidRequest("You must use one kind of structured outputs constraint but none "
+                             "are specified")
+    return {"json": params.get("json"), "regex": params.get("regex"),
+            "choice": params.get("choice"), "grammar": params.get("grammar"),
+            "json_object": params.get("json_object"),
+            "disable_any_whitespace": bool(params.get("disable_any_whitespace", False)),
+            "disable_additional_properties": bool(params.get("disable_additional_properties",
+                                                             False)),
+            "whitespace_pattern": params.get("whitespace_pattern"),
+            "structural_tag": params.get("structural_tag"),
+            "_backend": ctx.structured_outputs_backend, "_backend_was_auto": True}
+
+
+def bad_words_token_ids(tokenizer: Any, words: list[str]) -> list[list[int]]:
+    """Each bad word tokenized as-is and with a leading space (kept when it differs)."""
+    out: list[list[int]] = []
+    for word in words:
+        plain = tokenizer.encode(word.lstrip(), False)
+        out.append(plain)
+        spaced = tokenizer.encode(" " + word.lstrip(), False)
+        if spaced and plain and spaced[0] != plain[0] and len(spaced) == len(plain):
+            out.append(spaced)
+    return out
+
+
+def check_like_vllm(sp: dict, n: int, ctx: ServingContext) -> None:
+    """SamplingParams checks in vLLM's order and wording (which ones carry a parameter)."""
+    if n < 1:
+        raise InvalidRequest(f"n must be at least 1, got {n}.")
+    if n > ctx.max_n:
+        raise InvalidRequest(f"n must be at most {ctx.max_n}, got {n}. To increase this limit, "
+                             "set the VLLM_MAX_N_SEQUENCES environment variable.")
+    for name in ("presence_penalty", "frequency_penalty"):
+        if not -2.0 <= sp[name] <= 2.0:
+            raise InvalidRequest(f"{name} must be in [-2, 2], got {sp[name]}.")
+    rep = sp["repetition_penalty"]
+    if not math.isfinite(rep):
+        raise InvalidRequest(f"repetition_penalty must be a finite number, got {rep}.")
+    if rep <= 0.0:
+        raise InvalidRequest(f"repetition_penalty must be greater than zero, got {rep}.")
+    t = sp["temperature"]
+    for bad, text in ((not math.isfinite(t), "must be a finite number"),
+                      (t < 0.0, "must be non-negative"), (t > 2.0, "must be in [0, 2]")):
+        if bad:
+            raise InvalidRequest(f"temperature {text}, got {t}.", param="temperature", value=t,
+                                 show_value=True)
+    if not 0.0 < sp["top_p"] <= 1.0:
+        raise InvalidRequest(f"top_p must be in (0, 1], got {sp['top_p']}.", param="top_p",
+                             value=sp["top_p"], show_value=True)
+    if sp["top_k"] < -1:
+        raise InvalidRequest(f"top_k must be 0 (disable), or at least 1, got {sp['top_k']}.")
+    if not 0.0 <= sp["min_p"] <= 1.0:
+        raise InvalidRequest(f"min_p must be in [0, 1], got {sp['min_p']}.")
+    mt = sp["max_tokens"]
+    if mt < 1:
+        raise InvalidRequest(f"max_tokens must be at least 1, got {mt}.", param="max_tokens",
+                             value=mt, show_value=True)
+    if sp["min_tokens"] < 0:
+        raise InvalidRequest("min_tokens must be greater than or equal to 0, got "
+                             f"{sp['min_tokens']}.")
+    if sp["min_tokens"] > mt:
+        raise InvalidRequest(f"min_tokens must be less than or equal to max_tokens={mt}, got "
+                             f"{sp['min_tokens']}.")
+    for name in ("logprobs", "prompt_logprobs"):
+        value = sp[name]
+        if value is not None and value != -1 and value < 0:
+            raise InvalidRequest(f"{name} must be non-negative or -1, got {value}.", param=name,
+                                 value=value, show_value=True)
+    if any(not s for s in sp["stop"]):
+        raise InvalidRequest("stop cannot contain an empty string.")
+    if any(not w for w in sp["bad_words"]):
+        raise InvalidRequest(f"bad_words cannot contain an empty string. Got bad_words="
+                             f"{sp['bad_words']}")
+    if t < _SAMPLING_EPS and n > 1:
+        raise InvalidRequest(f"n must be 1 when using greedy sampling, got {n}.")
+
+
+def check_engine_side(sp: dict, ctx: ServingContext) -> None:
+    """The checks vLLM's engine client runs after building SamplingParams (vocab, logprobs)."""
+    vocab = ctx.tokenizer.vocab_size
+    for name, label in (("logprobs", "sample"), ("prompt_logprobs", "prompt")):
+        value = sp[name]
+        if value:
+            requested = vocab if value == -1 else value
+            limit = vocab if ctx.max_logprobs == -1 else ctx.max_logprobs
+            if requested > limit:
+                raise InvalidRequest(f"Requested {label} logprobs of {requested}, which is "
+                                     f"greater than max allowed: {limit}", param=name,
+                                     value=requested, show_value=True)
+    for name in ("stop_token_ids", "logit_bias"):
+        bad = [t for t in (sp[name] or ()) if t < 0 or t >= vocab]
+        if bad:
+            raise InvalidRequest(f"token_id(s) {bad} in {name} contain out-of-vocab token ids. "
+                                 f"Vocabulary size: {vocab}", param=name, value=bad,
+                                 show_value=True)
+    allowed = sp["allowed_token_ids"]
+    if allowed is not None:
+        if not allowed:
+            raise InvalidRequest("allowed_token_ids is not None and empty!",
+                                 param="allowed_token_ids", value=allowed, show_value=True)
+        bad = [t for t in allowed if t < 0 or t >= vocab]
+        if bad:
+            raise InvalidRequest("allowed_token_ids contains out-of-vocab token id!",
+                                 param="allowed_token_ids", value=bad, show_value=True)

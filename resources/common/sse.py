@@ -1,0 +1,36 @@
+"""The one SSE frame writer: ``data: <json>\\n\\n`` events, ``[DONE]``, and mid-stream errors.
+
+vLLM writes stream chunks with pydantic (compact JSON, raw UTF-8; orjson writes the same bytes),
+ends every stream with ``data: [DONE]``, and reports an error after the 200 has been sent as one
+event whose JSON comes from Python's ``json.dumps`` with its default separators and
+``ensure_ascii=True`` (text-parity §8.3) — unlike every other body.
+
+Called by: the renderers and the lead's streaming driver.
+Runs on: the HTTP hub.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from errors import ApiError
+from jsonio import dumps
+
+DONE = b"data: [DONE]\n\n"
+
+
+def frame(obj: Any) -> bytes:
+    """One event carrying ``obj`` as compact JSON."""
+    return b"data: " + dumps(obj) + b"\n\n"
+
+
+def frame_raw(json_bytes: bytes) -> bytes:
+    """One event around already-serialized JSON."""
+    return b"data: " + json_bytes + b"\n\n"
+
+
+def error_event(exc: ApiError) -> bytes:
+    """The error event for a failure after streaming began, followed by ``[DONE]``."""
+    payload = json.dumps({"error": {"message": exc.message, "type": exc.type,
+                                    "param": exc.param, "code": exc.status}})
+    return b"data: " + payload.encode("ascii") + b"\n\n" + DONE

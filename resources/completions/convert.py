@@ -1,0 +1,111 @@
+"""/v1/completions request -> ``PreparedRequest`` (one engine request per prompt and sample).
+
+Owns the conversion order of vLLM 0.32: body shape, raw checks, field types, model (404),
+serving refusals, prompt parsing and tokenization (§4.1, §4.3), then per prompt the
+``max_tokens`` budget and SamplingParams (§5.2), and finally the engine-side empty-prompt check.
+
+Called by: the lead's completions ``resource.py``.
+Runs on: request pool threads (tokenization releases the GIL).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from errors import InvalidRequest
+from resources.common.context import ServingContext
+from resources.common.fields import parse_fields, require_object
+from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
+from resources.common.prompts import (check_not_empty, make_rule, tokenize_ids, tokenize_texts)
+from resources.common.sampling import (build_sampling_params, fan_out, max_tokens_for,
+                                       usage_flags)
+from resources.completions import types, validate
+
+
+def _split_prompts(prompt: Any) -> list[str | list[int]]:
+    """The validated ``prompt`` union as a list of prompts (text or token ids)."""
+    if isinstance(prompt, str):
+        return [prompt]
+    if not prompt:
+        return []
+    if all(type(p) is int for p in prompt):
+        return [prompt]
+    return list(prompt)
+
+
+def prepare_completion(body: Any, ctx: ServingContext, *,
+                       header_request_id: str | None = None) -> PreparedRequest:
+    """Validate and convert a parsed /v1/completions body.
+
+    Args:
+        body: the parsed JSON (any type; non-objects get vLLM's 400).
+        ctx: the serving context.
+        header_request_id: the ``X-Request-Id`` header, which names the response when present.
+
+    Raises:
+        RequestValidationError: schema/type errors ("Bad Request").
+        ModelNotFound: unknown ``model``.
+        InvalidRequest: every semantic 400 of text-parity §8.2 that conversion detects.
+    """
+    body = require_object(body)
+    validate.check_raw(body, ctx)
+    f = parse_fields(body, types.fields(ctx.max_stop_strings))
+    ctx.check_model(f["model"])
+    validate.check_request(f)
+
+    requested = types.DEFAULT_MAX_TOKENS if f["max_tokens"] is None else f["max_tokens"]
+    echo = bool(f["echo"])
+    rule = make_rule(ctx, max_output_tokens=requested or 0, output_param="max_tokens",
+                     truncate_prompt_tokens=f["truncate_prompt_tokens"],
+                     truncation_side=f["truncation_side"],
+                     add_special_tokens=f["add_special_tokens"])
+    prompts = _split_prompts(f["prompt"])
+    if not prompts:
+        raise InvalidRequest("You must pass at least one prompt")
+    texts = [p for p in prompts if isinstance(p, str)]
+    encoded = iter(tokenize_texts(ctx, texts, rule) if texts else ())
+    token_prompts = [next(encoded) if isinstance(p, str) else tokenize_ids(ctx, p, rule)
+                     for p in prompts]
+
+    stream = bool(f["stream"])
+    include_usage, continuous = usage_flags(f, ctx) if stream else (False, False)
+    n = f["n"]
+    logprobs = f["logprobs"]
+    prompt_logprobs = f["prompt_logprobs"]
+    if prompt_logprobs is None and echo:
+        prompt_logprobs = logprobs  # vLLM echoes prompt logprobs with the same k
+    echo_only = echo and requested == 0  # engine runs one token; the response shows the prompt
+    return_token_ids = bool(f["return_token_ids"])
+    request_id = response_id("cmpl-", f["request_id"], header_request_id)
+
+    choices: list[PreparedChoice] = []
+    for pi, (prompt, ids) in enumerate(zip(prompts, token_prompts)):
+        budget = max_tokens_for(ctx, requested, len(ids))
+        sp = build_sampling_params(f, ctx, n=n, max_tokens=1 if echo_only else budget,
+                                   logprobs=logprobs, prompt_logprobs=prompt_logprobs,
+                                   stream=stream)
+        check_not_empty(ids)
+        if not echo:
+            text = None
+        elif return_token_ids:
+            text = ""  # NOTE: vLLM echoes an empty prompt text when token ids are returned
+        else:
+            text = prompt if isinstance(prompt, str) else ctx.tokenizer.decode(ids, False)
+        base_id = f"{request_id}-{pi}"
+        for i, child in enumerate(fan_out(sp, n)):
+            choices.append(PreparedChoice(
+                index=pi * n + i, prompt_index=pi,
+                external_req_id=f"{i}_{base_id}" if n > 1 else base_id,
+                prompt_token_ids=ids, prompt_text=text, sampling_params=child,
+                skip_special_tokens=f["skip_special_tokens"],
+                spaces_between_special_tokens=f["spaces_between_special_tokens"],
+                stop=list(child.stop or ()),
+                include_stop_str_in_output=f["include_stop_str_in_output"],
+                min_tokens=f["min_tokens"], logprobs=logprobs, prompt_logprobs=prompt_logprobs))
+
+    return PreparedRequest(
+        kind="completion", request_id=request_id, created=now(), model=ctx.model_name,
+        stream=stream, choices=choices, include_usage=include_usage,
+        continuous_usage=continuous, return_token_ids=return_token_ids, echo=echo,
+        echo_only=echo_only, logprobs=logprobs,
+        return_tokens_as_token_ids=bool(f["return_tokens_as_token_ids"]), n=n,
+        num_prompts=len(prompts), priority=f["priority"], cache_salt=f["cache_salt"])

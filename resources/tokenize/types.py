@@ -1,0 +1,37 @@
+"""/tokenize and /detokenize request fields (text-parity §4.4), in vLLM's declaration order.
+
+Data only, run by ``resources.common.fields.parse_fields``.
+
+Runs on: request pool threads (pure data).
+"""
+from __future__ import annotations
+
+from resources.chat.validate import v_message
+from resources.common.fields import (MISSING, Field, v_bool, v_dict, v_int, v_list, v_nullable,
+                                     v_str)
+
+COMPLETION_FIELDS: list[Field] = [
+    ("model", v_nullable(v_str()), None),
+    ("prompt", v_str(), MISSING),
+    ("add_special_tokens", v_bool(), True),
+    ("return_token_strs", v_nullable(v_bool()), False),
+]
+
+CHAT_FIELDS: list[Field] = [
+    ("model", v_nullable(v_str()), None),
+    ("messages", v_list(v_message), MISSING),
+    ("add_generation_prompt", v_bool(), True),
+    ("return_token_strs", v_nullable(v_bool()), False),
+    ("continue_final_message", v_bool(), False),
+    ("add_special_tokens", v_bool(), False),
+    ("chat_template", v_nullable(v_str()), None),
+    ("chat_template_kwargs", v_nullable(v_dict()), None),
+    ("media_io_kwargs", v_nullable(v_dict()), None),
+    ("mm_processor_kwargs", v_nullable(v_dict()), None),
+    ("tools", v_nullable(v_list(v_dict())), None),
+]
+
+DETOKENIZE_FIELDS: list[Field] = [
+    ("model", v_nullable(v_str()), None),
+    ("tokens", v_list(v_int(ge=0, le=2 ** 63 - 1)), MISSING),
+]

@@ -1,0 +1,43 @@
+"""Config: one reader of the environment; bad values warn and fall back."""
+from __future__ import annotations
+
+import logging
+
+from config import REQUEST_THREADS_CAP, Config
+
+
+def test_defaults_without_environment():
+    cfg = Config.from_env({})
+    assert cfg.offload is True
+    assert 1 <= cfg.request_threads <= REQUEST_THREADS_CAP
+    assert cfg.zmq_threads == 4
+    assert cfg.engine_mode == "sim"
+    assert cfg.model_names == (cfg.model,)
+
+
+def test_request_threads_are_capped_and_fall_back_to_vllm_rs_names():
+    assert Config.from_env({"GREENFRONT_REQUEST_WORKER_THREADS": "500"}).request_threads == 32
+    assert Config.from_env({"VLLM_RS_REQUEST_WORKER_THREADS": "3"}).request_threads == 3
+    assert Config.from_env({"VLLM_RS_ZMQ_WORKER_THREADS": "2"}).zmq_threads == 2
+    both = {"GREENFRONT_ZMQ_WORKER_THREADS": "6", "VLLM_RS_ZMQ_WORKER_THREADS": "2"}
+    assert Config.from_env(both).zmq_threads == 6
+
+
+def test_invalid_values_are_logged_and_ignored(caplog):
+    with caplog.at_level(logging.WARNING, logger="greenfront.config"):
+        cfg = Config.from_env({"GREENFRONT_REQUEST_WORKER_THREADS": "zero",
+                               "GREENFRONT_ZMQ_WORKER_THREADS": "-1",
+                               "GREENFRONT_OFFLOAD": "maybe",
+                               "GREENFRONT_TOKENIZER_BACKEND": "sentencepiece"})
+    assert cfg.zmq_threads == 4 and cfg.offload is True and cfg.tokenizer_backend == "fastokens"
+    assert cfg.request_threads >= 1
+    text = caplog.text
+    for name in ("GREENFRONT_REQUEST_WORKER_THREADS", "GREENFRONT_ZMQ_WORKER_THREADS",
+                 "GREENFRONT_OFFLOAD", "GREENFRONT_TOKENIZER_BACKEND"):
+        assert name in text
+
+
+def test_offload_switch_and_served_names():
+    cfg = Config.from_env({"GREENFRONT_OFFLOAD": "0", "GREENFRONT_SERVED_MODEL_NAME": "a, b"})
+    assert cfg.offload is False
+    assert cfg.model_names == ("a", "b")
