@@ -24,7 +24,7 @@ from engine.stream import RequestStream, Waker
 from engine.transport import Transport
 from errors import ApiError, EngineDead, EngineUnavailable, ServerError
 from runtime.engine_thread import EngineThread
-from runtime.handoff import HubInbox
+from runtime.handoff import HubInbox, run_each
 
 log = logging.getLogger("greenfront.engine")
 
@@ -70,7 +70,7 @@ class EngineClient:
     # -- lifecycle (HTTP hub) ---------------------------------------------------------------
     def start(self) -> None:
         """Start the engine-I/O thread and bind the sockets; returns once they are bound."""
-        self._hub_inbox = HubInbox(_run_all)
+        self._hub_inbox = HubInbox(run_each)
         self._ready_event = gevent.event.Event()
         self._load_shared_registrations()
         self._thread = EngineThread(self._start_transport)
@@ -307,14 +307,6 @@ def _identity(rank: int) -> bytes:
 def _deliver(batch: list) -> None:
     for stream, output, frames in batch:
         stream.deliver(output, frames)
-
-
-def _run_all(calls: list[Callable[[], None]]) -> None:
-    for fn in calls:
-        try:
-            fn()
-        except Exception:
-            log.exception("dispatch in the HTTP hub failed")
 
 
 def raise_invalid_rank(rank: int, ranks: list[int]) -> None:

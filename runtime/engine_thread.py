@@ -16,7 +16,7 @@ import gevent
 import gevent.event
 from gevent import monkey
 
-from runtime.handoff import HubInbox
+from runtime.handoff import HubInbox, run_each
 
 log = logging.getLogger("greenfront.engine_thread")
 
@@ -52,7 +52,7 @@ class EngineThread:
         self.ident = threading.get_ident()
         hub = gevent.get_hub()
         self._stop_event = gevent.event.Event()
-        self._inbox = HubInbox(self._run_calls)
+        self._inbox = HubInbox(run_each)
         try:
             self._main(self)
         except BaseException:  # the I/O thread must report, not vanish silently
@@ -69,14 +69,6 @@ class EngineThread:
         """Thread-safe: run ``fn`` inside this thread's hub as soon as possible."""
         assert self._inbox is not None, "EngineThread.start() was not called"
         self._inbox.post(fn)
-
-    @staticmethod
-    def _run_calls(calls: list[Callable[[], None]]) -> None:
-        for fn in calls:
-            try:
-                fn()
-            except Exception:
-                log.exception("engine I/O call failed")
 
     def stop(self) -> None:
         """Thread-safe and non-blocking: ask the thread's hub to finish."""

@@ -9,12 +9,15 @@ Runs on: created in the consuming hub's thread; ``post`` from any thread.
 """
 from __future__ import annotations
 
+import logging
 from collections import deque
 from typing import Callable, Generic, TypeVar
 
 import gevent
 
 T = TypeVar("T")
+
+log = logging.getLogger("greenfront.handoff")
 
 
 class HubInbox(Generic[T]):
@@ -53,3 +56,13 @@ class HubInbox(Generic[T]):
     def close(self) -> None:
         self._watcher.stop()
         self._watcher.close()
+
+
+def run_each(calls: list[Callable[[], None]]) -> None:
+    """A ``HubInbox`` handler for inboxes of callables: run each, logging (not raising) errors,
+    so one failing call never drops the rest of the batch."""
+    for fn in calls:
+        try:
+            fn()
+        except Exception:
+            log.exception("call handed to the hub failed")

@@ -12,11 +12,9 @@ from __future__ import annotations
 import logging
 import os
 
-import gevent
 
 from config import Config
 from engine.client import EngineClient
-from errors import EngineUnavailable
 from runtime.request_pool import get_pool, shutdown_pool
 
 log = logging.getLogger("greenfront.state")

@@ -7,7 +7,8 @@ parses the ready map. Engine side (the simulator): ``decode_request``,
 ``encode_outputs``, ``encode_utility_reply``, ``encode_registration``.
 
 Runs on: any thread. The module-level msgspec Encoder/Decoder objects are
-reusable and thread-safe (they keep no per-call state).
+reused across calls; each call keeps its working state on the C stack and holds
+the GIL, so sharing them between threads is safe.
 
 Decoding failures raise ``ProtocolError`` (a ValueError). Pickle ext types
 (1, 2), which only appear with VLLM_ALLOW_INSECURE_SERIALIZATION, are refused.

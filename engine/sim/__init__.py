@@ -38,7 +38,8 @@ Tokens: --output-mode echo|random (random). echo cycles through the prompt,
 skipping its first token when the prompt is longer than one (usually BOS).
 random draws ids in [1000, --vocab-size 131072) from a hash of --seed (0) and
 the request id (or the request's own ``seed`` when it has one, so seeded
-requests repeat across runs). --eos-after N (0 = never) makes the N-th token
+requests repeat across runs); set --vocab-size to the served tokenizer's size
+so random ids decode. --eos-after N (0 = never) makes the N-th token
 the request's ``_eos_token_id`` when it has one.
 
 Finishing: STOP on ``_eos_token_id`` (stop_reason nil) or a ``stop_token_ids``
@@ -72,8 +73,9 @@ a stats-only message when the engine goes idle after a finish or abort.
 --disable-log-stats turns all of that off. ``prefill_stats`` is always on first
 outputs; ``weight_version`` is "default" on step messages.
 
-Requests: ABORT drops ids silently. Invalid SamplingParams (the same checks as
-``engine.protocol.validate``) or undecodable requests are logged and ignored;
+Requests: ABORT drops ids silently. Invalid SamplingParams (the checks of
+``engine.protocol.validate``, minus the vocabulary ones, which are the
+frontend's job) or undecodable requests are logged and ignored;
 --strict-input-thread instead stops reading input for good, as a real engine's
 input thread dies. UTILITY methods: see ``engine.sim.utility``.
 

@@ -82,7 +82,7 @@ class SimEngine:
     # --------------------------------------------------------------- logging
 
     def _log(self, msg: str) -> None:
-        sys.stderr.write(f"engine.sim rank={self.cfg.rank}: {msg}\n")
+        sys.stderr.write(f"engine.sim rank={self.cfg.rank} {msg}\n")
         sys.stderr.flush()
 
     def _debug(self, msg: str) -> None:
@@ -188,7 +188,7 @@ class SimEngine:
         else:
             self._connect_io(cfg.inputs, cfg.outputs)
             self._send_registration(None)
-        self._sched = Scheduler(cfg, len(self._outputs), self._log)
+        self._sched = Scheduler(cfg)
         self._util = UtilityHandler(cfg, self._sched, self._send_batches)
         return True
 
@@ -231,9 +231,10 @@ class SimEngine:
             else:
                 timeout = min(MAX_POLL_MS, max(0, int((due - now) * 1000.0 + 0.999)))
             if self._input_dead and self._inputs:
+                # The input "thread" is dead: stop reading but keep the sockets open.
                 for sock in self._inputs:
                     poller.unregister(sock)
-                self._inputs_closed()
+                self._inputs = []
             for sock, _ in poller.poll(timeout):
                 self._drain(sock)
             if self._stalled:
@@ -244,11 +245,6 @@ class SimEngine:
                 self._step(now, due)
                 if self.cfg.die_after is not None and sched.first_tokens >= self.cfg.die_after:
                     return self._die()
-
-    def _inputs_closed(self) -> None:
-        # The input "thread" is dead: stop reading, keep the sockets (and the peer's view).
-        self._dead_inputs = self._inputs
-        self._inputs = []
 
     def _due(self) -> float | None:
         sched = self._sched
@@ -369,9 +365,15 @@ class SimEngine:
             self._input_error(f"{req.request_id}: no sampling_params (pooling is not simulated)")
             return
         try:
-            validate_sampling_params(sp, self.cfg.vocab_size)
+            # Without a vocabulary, like the engine's input thread: vocab checks are the
+            # frontend's job, and the served tokenizer may be larger than --vocab-size.
+            validate_sampling_params(sp, None)
         except SamplingParamsError as exc:
             self._input_error(f"{req.request_id}: invalid SamplingParams: {exc}")
+            return
+        prompt = req.prompt_token_ids
+        if prompt and (min(prompt) < 0 or max(prompt) >= 2**31):
+            self._input_error(f"{req.request_id}: prompt token ids outside int32")
             return
         if not 0 <= req.client_index < len(self._outputs):
             self._input_error(f"{req.request_id}: client_index {req.client_index} has no output socket")

@@ -83,9 +83,11 @@ class SimRequest:
             mode = cfg.output_mode
         tokens = extra.get("sim_tokens")
         if tokens is not None and not (
-            isinstance(tokens, list) and tokens and all(isinstance(t, int) and not isinstance(t, bool) for t in tokens)
+            isinstance(tokens, list)
+            and tokens
+            and all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**31 for t in tokens)
         ):
-            warn.append("ignoring extra_args.sim_tokens (expected a non-empty list of ints)")
+            warn.append("ignoring extra_args.sim_tokens (expected a non-empty list of int32 token ids)")
             tokens = None
         self.tokens = tokens
         if tokens is not None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Callable
 
 from engine.protocol import (
     EngineCoreEvent,
@@ -55,10 +54,8 @@ class ClientBatch:
 class Scheduler:
     """Request queues and the step function of one simulated engine."""
 
-    def __init__(self, cfg: SimConfig, num_clients: int, log: Callable[[str], None]) -> None:
+    def __init__(self, cfg: SimConfig) -> None:
         self._cfg = cfg
-        self._num_clients = num_clients
-        self._log = log
         self._stats_on = not cfg.disable_log_stats
         self._out_cls = EngineCoreOutput if cfg.emits_033_outputs else EngineCoreOutput032
         self._reqs: dict[str, SimRequest] = {}
@@ -247,9 +244,11 @@ class Scheduler:
         del self._reqs[sim.request_id]
         self._finish(sim)
 
-    def _rich_output(self, sim, tok, reason, stop_reason, now, batch):  # type: ignore[no-untyped-def]
+    def _rich_output(
+        self, sim: SimRequest, tok: int, reason: int | None, stop_reason: int | None, now: float, batch: ClientBatch
+    ) -> EngineCoreOutput032:
         """An output with extras: first-token fields and/or logprobs (off the common path)."""
-        kwargs = {}
+        kwargs: dict = {}
         if sim.n_out == 1:
             self.first_tokens += 1
             kwargs["prefill_stats"] = PrefillStats(sim.prompt_len, sim.prompt_len)
@@ -266,7 +265,7 @@ class Scheduler:
             sim.request_id, [tok], finish_reason=reason, stop_reason=stop_reason, **kwargs
         )
 
-    def _error_output(self, sim: SimRequest):  # type: ignore[no-untyped-def]
+    def _error_output(self, sim: SimRequest) -> EngineCoreOutput032:
         if self._out_cls is EngineCoreOutput:
             return EngineCoreOutput(
                 sim.request_id,

@@ -18,19 +18,19 @@ from resources.common.context import ServingContext
 from resources.common.logprobs import chat_logprobs, prompt_logprobs_json
 from resources.common.output import ChoiceDelta, RequestState
 from resources.common.prepared import PreparedRequest
-from resources.common.sse import DONE, frame
+from resources.common.sse import frame
+from resources.common.stream_renderer import StreamRenderer
 
 CHUNK_OBJECT = "chat.completion.chunk"
 
 
-class ChatStreamRenderer:
+class ChatStreamRenderer(StreamRenderer):
     """Turns ``ChoiceDelta``s of one streamed chat completion into SSE frames."""
 
+    OBJECT = CHUNK_OBJECT
+
     def __init__(self, prepared: PreparedRequest, ctx: ServingContext) -> None:
-        self.prepared = prepared
-        self.fingerprint = ctx.system_fingerprint
-        self.head = {"id": prepared.request_id, "object": CHUNK_OBJECT,
-                     "created": prepared.created, "model": prepared.model}
+        super().__init__(prepared, ctx)
         self.started = False
 
     def _zero_usage(self, state: RequestState) -> dict:
@@ -94,19 +94,8 @@ class ChatStreamRenderer:
             body["system_fingerprint"] = self.fingerprint
         return opening + frame(body)
 
-    def final_chunks(self, state: RequestState) -> bytes:
-        """The usage chunk when requested, then ``[DONE]``."""
-        if not self.prepared.include_usage:
-            return DONE
-        usage: dict[str, Any] = state.usage()
-        details = usage.pop("prompt_tokens_details")
-        usage.pop("completion_tokens_details")
-        if details is not None:
-            usage["prompt_tokens_details"] = {k: v for k, v in details.items() if v is not None}
-        body: dict[str, Any] = {**self.head, "choices": [], "usage": usage}
-        if self.fingerprint is not None:
-            body["system_fingerprint"] = self.fingerprint
-        return frame(body) + DONE
+    def prompt_tokens_details(self, details: dict, state: RequestState) -> dict:
+        return {k: v for k, v in details.items() if v is not None}
 
 
 def render_chat_response(prepared: PreparedRequest, state: RequestState) -> bytes:

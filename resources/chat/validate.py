@@ -17,6 +17,7 @@ from errors import InvalidRequest
 from resources.common.context import ServingContext
 from resources.common.fields import INVALID, add_error
 from resources.common.sampling import plain_error
+from resources.common.sampling_rules import check_logprob_counts
 
 # vLLM's message union, in order: (class name, required role literal or None for "any string",
 # fields in declaration order as (name, rule)). Rules: "text" = str or iterable of parts,
@@ -149,19 +150,7 @@ def _check_logprobs_raw(body: dict) -> None:
     if body.get("logprob_token_ids") and not body.get("logprobs"):
         raise InvalidRequest("when using `logprob_token_ids`, `logprobs` must be set to true.",
                              param="logprob_token_ids")
-    for name in ("prompt_logprobs", "top_logprobs"):
-        value = body.get(name)
-        if value is not None and not isinstance(value, (int, float)):
-            raise InvalidRequest(f"`{name}` must be an integer.", param=name, value=value,
-                                 show_value=True)
-    prompt_logprobs = body.get("prompt_logprobs")
-    if prompt_logprobs is not None:
-        if body.get("stream") and (prompt_logprobs > 0 or prompt_logprobs == -1):
-            raise InvalidRequest("`prompt_logprobs` are not available when `stream=True`.",
-                                 param="prompt_logprobs")
-        if prompt_logprobs < 0 and prompt_logprobs != -1:
-            raise InvalidRequest("`prompt_logprobs` must be a positive value or -1.",
-                                 param="prompt_logprobs", value=prompt_logprobs, show_value=True)
+    check_logprob_counts(body, ("prompt_logprobs", "top_logprobs"))
     top = body.get("top_logprobs")
     if top is not None:
         if top < 0 and top != -1:

@@ -173,3 +173,21 @@ def check_engine_side(sp: dict, ctx: ServingContext) -> None:
         if bad:
             raise InvalidRequest("allowed_token_ids contains out-of-vocab token id!",
                                  param="allowed_token_ids", value=bad, show_value=True)
+
+
+def check_logprob_counts(body: dict, names: tuple[str, ...]) -> None:
+    """The raw-body logprob checks both endpoints share: integer types, and ``prompt_logprobs``
+    (not with streams; positive or -1). ``names`` are the endpoint's integer logprob fields."""
+    for name in names:
+        value = body.get(name)
+        if value is not None and not isinstance(value, (int, float)):
+            raise InvalidRequest(f"`{name}` must be an integer.", param=name, value=value,
+                                 show_value=True)
+    prompt_logprobs = body.get("prompt_logprobs")
+    if prompt_logprobs is not None:
+        if body.get("stream") and (prompt_logprobs > 0 or prompt_logprobs == -1):
+            raise InvalidRequest("`prompt_logprobs` are not available when `stream=True`.",
+                                 param="prompt_logprobs")
+        if prompt_logprobs < 0 and prompt_logprobs != -1:
+            raise InvalidRequest("`prompt_logprobs` must be a positive value or -1.",
+                                 param="prompt_logprobs", value=prompt_logprobs, show_value=True)

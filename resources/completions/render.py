@@ -12,23 +12,19 @@ from __future__ import annotations
 from typing import Any
 
 from jsonio import dumps
-from resources.common.context import ServingContext
 from resources.common.logprobs import completion_logprobs, prompt_logprobs_json
 from resources.common.output import ChoiceDelta, RequestState
 from resources.common.prepared import PreparedRequest
-from resources.common.sse import DONE, frame
+from resources.common.sse import frame
+from resources.common.stream_renderer import StreamRenderer
 
 OBJECT = "text_completion"
 
 
-class CompletionStreamRenderer:
+class CompletionStreamRenderer(StreamRenderer):
     """Turns ``ChoiceDelta``s of one streamed completion into SSE frames."""
 
-    def __init__(self, prepared: PreparedRequest, ctx: ServingContext) -> None:
-        self.prepared = prepared
-        self.fingerprint = ctx.system_fingerprint
-        self.head = {"id": prepared.request_id, "object": OBJECT, "created": prepared.created,
-                     "model": prepared.model}
+    OBJECT = OBJECT
 
     def chunk(self, choice_index: int, delta: ChoiceDelta | None, state: RequestState) -> bytes:
         """The frame for one delta, or b"" when vLLM would send nothing for it."""
@@ -63,19 +59,8 @@ class CompletionStreamRenderer:
             body["system_fingerprint"] = self.fingerprint
         return frame(body)
 
-    def final_chunks(self, state: RequestState) -> bytes:
-        """The usage chunk when requested, then ``[DONE]``."""
-        if not self.prepared.include_usage:
-            return DONE
-        usage: dict[str, Any] = state.usage()
-        details = usage.pop("prompt_tokens_details")
-        usage.pop("completion_tokens_details")
-        if details is not None:
-            usage["prompt_tokens_details"] = {"cached_tokens": state.choices[0].num_cached_tokens}
-        body: dict[str, Any] = {**self.head, "choices": [], "usage": usage}
-        if self.fingerprint is not None:
-            body["system_fingerprint"] = self.fingerprint
-        return frame(body) + DONE
+    def prompt_tokens_details(self, details: dict, state: RequestState) -> dict:
+        return {"cached_tokens": state.choices[0].num_cached_tokens}
 
 
 def render_completion_response(prepared: PreparedRequest, state: RequestState) -> bytes:

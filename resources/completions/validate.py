@@ -13,6 +13,7 @@ from typing import Any
 from errors import InvalidRequest
 from resources.common.context import ServingContext
 from resources.common.sampling import plain_error
+from resources.common.sampling_rules import check_logprob_counts
 
 
 def _check_logprobs_raw(body: dict) -> None:
@@ -29,19 +30,7 @@ def _check_logprobs_raw(body: dict) -> None:
     if body.get("logprob_token_ids") and body.get("logprobs") is None:
         raise InvalidRequest("when using `logprob_token_ids`, `logprobs` must be set.",
                              param="logprob_token_ids")
-    for name in ("prompt_logprobs", "logprobs"):
-        value = body.get(name)
-        if value is not None and not isinstance(value, (int, float)):
-            raise InvalidRequest(f"`{name}` must be an integer.", param=name, value=value,
-                                 show_value=True)
-    prompt_logprobs = body.get("prompt_logprobs")
-    if prompt_logprobs is not None:
-        if body.get("stream") and (prompt_logprobs > 0 or prompt_logprobs == -1):
-            raise InvalidRequest("`prompt_logprobs` are not available when `stream=True`.",
-                                 param="prompt_logprobs")
-        if prompt_logprobs < 0 and prompt_logprobs != -1:
-            raise InvalidRequest("`prompt_logprobs` must be a positive value or -1.",
-                                 param="prompt_logprobs", value=prompt_logprobs, show_value=True)
+    check_logprob_counts(body, ("prompt_logprobs", "logprobs"))
     logprobs = body.get("logprobs")
     if logprobs is not None and logprobs < 0 and logprobs != -1:
         raise InvalidRequest("`logprobs` must be a positive value or -1.", param="logprobs",

@@ -205,7 +205,7 @@ def test_registration_has_all_25_keys(start: Any) -> None:
     assert (raw.max_model_len, raw.num_gpu_blocks, raw.block_size) == (2048, 100, 32)
     assert (raw.data_parallel_rank, raw.data_parallel_size, raw.max_num_seqs) == (1, 2, 8)
     assert raw.vllm_version == "0.32.0" and raw.kv_cache_size_tokens == 3200
-    assert "engine.sim rank=1: ready" in sim.log()
+    assert "engine.sim rank=1 ready" in sim.log()
 
 
 # ------------------------------------------------------------------- generation
@@ -419,11 +419,12 @@ def test_stall_after_goes_silent(start: Any) -> None:
     assert sim.proc.poll() is None
 
 
-def test_sigterm_exits_zero_quietly(start: Any) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_exits_zero_quietly(start: Any, signum: int) -> None:
     sim = start(*FAST)
     sim.add("term-1", max_tokens=10000)
     assert sim.recv(2.0) is not None
-    sim.proc.send_signal(signal.SIGTERM)
+    sim.proc.send_signal(signum)
     assert sim.proc.wait(5) == 0
     while (msg := sim.recv(0.1)) is not None:  # drain what was sent before the signal
         assert msg[1] is not None

@@ -1,0 +1,42 @@
+"""What the completions and chat stream renderers share: the chunk head and the closing frames.
+
+Runs on: the HTTP hub.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from resources.common.context import ServingContext
+from resources.common.output import RequestState
+from resources.common.prepared import PreparedRequest
+from resources.common.sse import DONE, frame
+
+
+class StreamRenderer:
+    """Base of the per-endpoint stream renderers; subclasses set ``OBJECT`` and ``chunk``."""
+
+    OBJECT = ""
+
+    def __init__(self, prepared: PreparedRequest, ctx: ServingContext) -> None:
+        self.prepared = prepared
+        self.fingerprint = ctx.system_fingerprint
+        self.head = {"id": prepared.request_id, "object": self.OBJECT,
+                     "created": prepared.created, "model": prepared.model}
+
+    def prompt_tokens_details(self, details: dict, state: RequestState) -> dict:
+        """The usage chunk's ``prompt_tokens_details`` (with --enable-prompt-tokens-details)."""
+        return details
+
+    def final_chunks(self, state: RequestState) -> bytes:
+        """The usage chunk when requested, then ``[DONE]``."""
+        if not self.prepared.include_usage:
+            return DONE
+        usage: dict[str, Any] = state.usage()
+        details = usage.pop("prompt_tokens_details")
+        usage.pop("completion_tokens_details")
+        if details is not None:
+            usage["prompt_tokens_details"] = self.prompt_tokens_details(details, state)
+        body: dict[str, Any] = {**self.head, "choices": [], "usage": usage}
+        if self.fingerprint is not None:
+            body["system_fingerprint"] = self.fingerprint
+        return frame(body) + DONE
