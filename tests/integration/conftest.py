@@ -18,8 +18,8 @@ def make_server(model_dir):
     """Start extra deployments with their own settings; all are stopped after the test."""
     started = []
 
-    def make(**kwargs) -> GreenfrontServer:
-        srv = GreenfrontServer(model_dir, **kwargs).start()
+    def make(wait_healthy: bool = True, **kwargs) -> GreenfrontServer:
+        srv = GreenfrontServer(model_dir, **kwargs).start(wait_healthy=wait_healthy)
         started.append(srv)
         return srv
     yield make

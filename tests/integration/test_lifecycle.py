@@ -125,3 +125,23 @@ def test_two_workers_and_a_restarted_worker_reconnects(make_server):
         if r.status_code == 200 and r.json()["choices"][0]["text"] == "Hello world":
             ok += 1
     assert ok == 8, srv.log()
+
+
+def test_a_crash_in_request_work_is_a_500_and_the_worker_lives_on(server):
+    workers = server.worker_pids()
+    # Token ids beyond 32 bits make the tokenizer library raise inside the pool thread.
+    r = requests.post(server.url + "/detokenize", json={"tokens": [2**32]}, timeout=10)
+    assert r.status_code == 500
+    assert r.json()["error"]["type"] == "InternalServerError"
+    r = requests.post(server.url + "/detokenize", json={"tokens": [1, 22177, 4304]}, timeout=10)
+    assert r.json() == {"prompt": "<s>Hello world"}
+    assert server.worker_pids() == workers
+
+
+def test_before_any_engine_registers_health_is_503_and_requests_get_503(make_server):
+    srv = make_server(wait_healthy=False, env={"GREENFRONT_ENGINE": "external",
+                                               "GREENFRONT_HANDSHAKE_ADDRESS": "tcp://127.0.0.1:1"})
+    assert requests.get(srv.url + "/health", timeout=10).status_code == 503
+    r = requests.post(srv.url + "/v1/completions", json={"prompt": "hi"}, timeout=10)
+    assert r.status_code == 503
+    assert "not registered" in r.json()["error"]["message"]
