@@ -1,0 +1,47 @@
+"""Deployment shapes: offload off (the benchmark baseline) and several engines."""
+from __future__ import annotations
+
+import re
+import threading
+
+import openai
+import requests
+
+
+def test_offload_off_serves_the_same_api(make_server):
+    srv = make_server(env={"GREENFRONT_OFFLOAD": "0"}, sim_args="--output-mode echo --itl-ms 2")
+    client = openai.OpenAI(base_url=srv.url + "/v1", api_key="x", max_retries=0)
+    out = client.completions.create(model="tiny", prompt="Hello world", max_tokens=2,
+                                    temperature=0)
+    assert out.choices[0].text == "Hello world"
+    chunks = list(client.chat.completions.create(
+        model="tiny", messages=[{"role": "user", "content": "Say hi"}], max_tokens=4,
+        temperature=0, stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Say hi"
+    r = requests.post(srv.url + "/tokenize", json={"prompt": "Hello world"}, timeout=10)
+    assert r.json()["tokens"] == [1, 22177, 4304]
+
+
+def test_two_engines_share_the_load_and_honour_a_pinned_rank(make_server):
+    srv = make_server(env={"GREENFRONT_ENGINE_COUNT": "2"},
+                      sim_args="--output-mode echo --itl-ms 20 --verbose")
+    body = {"prompt": "one two three four five six", "max_tokens": 10, "temperature": 0}
+
+    def call():
+        r = requests.post(srv.url + "/v1/completions", json=body, timeout=60)
+        assert r.status_code == 200, r.text
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    adds = re.findall(r"engine\.sim rank=(\d) ADD ", srv.log())
+    assert {"0", "1"} <= set(adds), adds
+    r = requests.post(srv.url + "/v1/completions", json=body, timeout=60,
+                      headers={"X-data-parallel-rank": "1", "X-Request-Id": "pinned-1"})
+    assert r.status_code == 200 and r.json()["id"] == "cmpl-pinned-1"
+    assert re.search(r"engine\.sim rank=1 ADD cmpl-pinned-1", srv.log()), srv.log()
+    bad = requests.post(srv.url + "/v1/completions", json=body, timeout=60,
+                        headers={"X-data-parallel-rank": "7"})
+    assert bad.status_code == 400
