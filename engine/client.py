@@ -22,7 +22,7 @@ import gevent.event
 from engine import protocol
 from engine.stream import RequestStream, Waker
 from engine.transport import Transport
-from errors import ApiError, EngineDead, EngineUnavailable, ServerError
+from errors import ApiError, EngineDead, EngineUnavailable, InvalidRequest, ServerError
 from runtime.engine_thread import EngineThread
 from runtime.handoff import HubInbox, run_each
 
@@ -84,7 +84,7 @@ class EngineClient:
             input_address=input_address, output_address=output_address,
             io_threads=self._io_threads, input_fd=input_fd, output_fd=output_fd,
             on_registration=self._on_registration, on_outputs=self._on_outputs,
-            on_dead=self._on_dead, on_send_failed=self._on_send_failed)
+            on_dead=self._on_dead)
 
     def stop(self) -> None:
         """Non-blocking: close the sockets and end the engine-I/O thread."""
@@ -126,7 +126,10 @@ class EngineClient:
         """The least-loaded engine, or the one the client pinned (X-data-parallel-rank)."""
         if requested is not None:
             if requested not in self._outstanding:
-                raise_invalid_rank(requested, self.ranks)
+                raise InvalidRequest(
+                    f"Requested data parallel rank {requested} is out of range; this server "
+                    f"serves ranks {self.ranks[0]}..{self.ranks[-1]}.",
+                    param="X-data-parallel-rank")
             return requested
         if len(self.ranks) == 1:
             return self.ranks[0]
@@ -142,7 +145,9 @@ class EngineClient:
         self._streams[request.request_id] = stream
         self._outstanding[rank] += 1
         frames = protocol.encode_add(_identity(rank), request)
-        self._call_engine(lambda: self._transport.send(frames))
+        rid = request.request_id
+        self._call_engine(lambda: self._transport.send(
+            frames, lambda error: self._on_add_failed(rid, error)))
         return stream
 
     def abort(self, request_ids: list[str]) -> None:
@@ -246,19 +251,12 @@ class EngineClient:
         log.error("engine core dead: %s", reason)
         self._to_hub(lambda: self._fail_all(EngineDead(f"The engine core is dead: {reason}.")))
 
-    def _on_send_failed(self, frames: list[bytes], error: Exception) -> None:
-        if len(frames) < 3 or bytes(frames[1]) != protocol.RequestType.ADD:
-            log.error("could not send to engine: %s", error)
-            return
-        try:
-            rid = protocol.decode_request(frames[1:])[1].request_id
-        except Exception:
-            return
-        stream = self._streams.pop(rid, None)
+    def _on_add_failed(self, request_id: str, error: Exception) -> None:
+        stream = self._streams.pop(request_id, None)
         if stream is not None:
             self._outstanding[stream.engine_rank] -= 1
-            err = EngineUnavailable(f"Could not reach the engine: {error}.")
-            self._to_hub(lambda: stream.fail(err))
+            failure = EngineUnavailable(f"Could not reach the engine: {error}.")
+            self._to_hub(lambda: stream.fail(failure))
 
     def _fail_all(self, error: ApiError) -> None:
         streams = list(self._streams.values())
@@ -307,9 +305,3 @@ def _identity(rank: int) -> bytes:
 def _deliver(batch: list) -> None:
     for stream, output, frames in batch:
         stream.deliver(output, frames)
-
-
-def raise_invalid_rank(rank: int, ranks: list[int]) -> None:
-    from errors import InvalidRequest
-    raise InvalidRequest(f"Requested data parallel rank {rank} is out of range; this server "
-                         f"serves ranks {ranks[0]}..{ranks[-1]}.", param="X-data-parallel-rank")

@@ -34,19 +34,16 @@ class Transport:
         on_registration(rank, payload): an engine's ready message arrived.
         on_outputs(outputs, frames): a decoded ``EngineCoreOutputs`` batch arrived.
         on_dead(reason): the engine reported ENGINE_CORE_DEAD or its connection dropped.
-        on_send_failed(frames, error): a request could not be delivered.
     """
 
     def __init__(self, *, input_address: str, output_address: str, io_threads: int,
                  on_registration: Callable[[int, bytes], None],
                  on_outputs: Callable[[Any, list], None],
                  on_dead: Callable[[str], None],
-                 on_send_failed: Callable[[list[bytes], Exception], None],
                  input_fd: int | None = None, output_fd: int | None = None) -> None:
         self._on_registration = on_registration
         self._on_outputs = on_outputs
         self._on_dead = on_dead
-        self._on_send_failed = on_send_failed
         self.ctx = zmq_green.Context(io_threads=io_threads)
         self.router = self.ctx.socket(zmq.ROUTER)
         self.pull = self.ctx.socket(zmq.PULL)
@@ -71,18 +68,21 @@ class Transport:
                            gevent.spawn(self._watch_connections)]
 
     # -- sending ------------------------------------------------------------------------------
-    def send(self, frames: list[bytes]) -> None:
-        """Send one multipart message to an engine, retrying while its identity reconnects."""
+    def send(self, frames: list[bytes],
+             on_failed: Callable[[Exception], None] | None = None) -> None:
+        """Send one multipart message to an engine, retrying while its identity reconnects;
+        ``on_failed`` hears of a message that could not be delivered."""
         try:
             self.router.send_multipart(frames, copy=False)
             return
         except zmq.ZMQError as exc:
             if exc.errno != zmq.EHOSTUNREACH:
-                self._on_send_failed(frames, exc)
+                _report(on_failed, exc)
                 return
-        gevent.spawn(self._send_when_reachable, frames)
+        gevent.spawn(self._send_when_reachable, frames, on_failed)
 
-    def _send_when_reachable(self, frames: list[bytes]) -> None:
+    def _send_when_reachable(self, frames: list[bytes],
+                             on_failed: Callable[[Exception], None] | None) -> None:
         deadline = gevent.get_hub().loop.now() + UNREACHABLE_RETRY_SECONDS
         delay = 0.01
         while True:
@@ -92,7 +92,7 @@ class Transport:
                 return
             except zmq.ZMQError as exc:
                 if exc.errno != zmq.EHOSTUNREACH or gevent.get_hub().loop.now() > deadline:
-                    self._on_send_failed(frames, exc)
+                    _report(on_failed, exc)
                     return
             delay = min(delay * 2, 0.2)
 
@@ -135,3 +135,10 @@ class Transport:
         for sock in (self._monitor, self.router, self.pull):
             sock.close(linger=0)
         self.ctx.term()
+
+
+def _report(on_failed: Callable[[Exception], None] | None, error: Exception) -> None:
+    if on_failed is None:
+        log.error("could not send to an engine: %s", error)
+    else:
+        on_failed(error)

@@ -62,7 +62,6 @@ class StreamingBody:
         self._pump = _Pump(generation, state, cancel)
         self._renderer = renderer
         self._error_event = error_event
-        cancel.on_cancel(self._on_cancel)
 
     def _on_cancel(self) -> None:
         self._pump.generation.abort()
@@ -70,12 +69,9 @@ class StreamingBody:
 
     def __iter__(self) -> Iterator[bytes]:
         pump, renderer, state = self._pump, self._renderer, self._pump.state
+        # Registered here, in the hub, so a cancellation wakes this greenlet's hub-local event.
+        pump.cancel.on_cancel(self._on_cancel)
         frames: list[bytes] = []
-        start = getattr(renderer, "start", None)
-        if start is not None:
-            first = start(state)
-            if first:
-                frames.append(first)
         on_delta = lambda index, delta: frames.append(renderer.chunk(index, delta, state))  # noqa: E731
         while not state.all_finished and pump.step(on_delta):
             if frames and not state.all_finished:
