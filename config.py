@@ -41,6 +41,13 @@ def _positive_int(raw: str) -> int:
     return value
 
 
+def _non_negative_int(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError("must be >= 0")
+    return value
+
+
 def _non_negative_float(raw: str) -> float:
     value = float(raw)
     if not value >= 0:
@@ -104,7 +111,25 @@ class Config:
     offload: bool = True
     switch_interval: float = SWITCH_INTERVAL_DEFAULT
     engine_mode: str = "sim"
+    engine_start: int = 0
     engine_count: int = 1
+    data_parallel_size: int = 1
+    input_fd: int | None = None
+    output_fd: int | None = None
+    coordinator_address: str = ""
+    exit_on_engine_death: bool = False
+    tokenizer: str = ""
+    chat_template: str = ""
+    log_requests: bool = False
+    log_stats: bool = True
+    keepalive: int = 5
+    response_role: str = "assistant"
+    trust_request_chat_template: bool = False
+    enable_force_include_usage: bool = False
+    enable_prompt_tokens_details: bool = False
+    max_logprobs: int = 20
+    use_generation_config: bool = True
+    hf_hub_cache: str = ""
     handshake_address: str = ""
     run_dir: str = ""
     worker_slot: int = 0
@@ -114,9 +139,43 @@ class Config:
     max_body_bytes: int = 256 * 1024 * 1024
     system_fingerprint: str | None = "greenfront-0.1.0"
     api_keys: tuple[str, ...] = ()
+    # Admin plumbing (resources/admin): dev-mode routes and runtime LoRA updates.
+    server_dev_mode: bool = False
+    allow_runtime_lora_updating: bool = False
+    runtime_lora_allowed_path_prefixes: tuple[str, ...] = ()
     bind: str = "127.0.0.1:8000"
     log_level: str = "info"
     extra: dict = field(default_factory=dict)
+
+    @property
+    def model_dir(self) -> str:
+        """The model as a local directory (see ``resolve_local``)."""
+        return self.resolve_local(self.model)
+
+    @property
+    def tokenizer_dir(self) -> str:
+        """Where the tokenizer files are: ``tokenizer`` if set, else the model directory."""
+        return self.resolve_local(self.tokenizer or self.model)
+
+    def resolve_local(self, name: str) -> str:
+        """A local directory for a model path or hub id: the path itself, or the id's snapshot
+        in the Hugging Face cache. No network: an id resolves only if something (``vllm serve``)
+        already downloaded it; otherwise it is returned unchanged and loading fails clearly."""
+        if os.path.isdir(name):
+            return os.path.abspath(name)
+        repo = os.path.join(self.hf_hub_cache, "models--" + name.replace("/", "--"))
+        try:
+            with open(os.path.join(repo, "refs", "main")) as f:
+                snapshot = os.path.join(repo, "snapshots", f.read().strip())
+            if os.path.isdir(snapshot):
+                return snapshot
+        except OSError:
+            pass
+        snapshots = os.path.join(repo, "snapshots")
+        if os.path.isdir(snapshots):
+            for entry in sorted(os.listdir(snapshots)):
+                return os.path.join(snapshots, entry)
+        return name
 
     @property
     def model_names(self) -> tuple[str, ...]:
@@ -148,8 +207,34 @@ class Config:
             offload=r.get("GREENFRONT_OFFLOAD", _bool, True),
             switch_interval=r.get("GREENFRONT_SWITCH_INTERVAL", _non_negative_float,
                                   SWITCH_INTERVAL_DEFAULT),
-            engine_mode=r.get("GREENFRONT_ENGINE", _choice("sim", "external"), "sim"),
+            engine_mode=r.get("GREENFRONT_ENGINE", _choice("sim", "external", "launched"), "sim"),
+            engine_start=r.get("GREENFRONT_ENGINE_START", _non_negative_int, 0),
             engine_count=r.get("GREENFRONT_ENGINE_COUNT", _positive_int, 1),
+            data_parallel_size=r.get("GREENFRONT_DATA_PARALLEL_SIZE", _positive_int, 1),
+            input_fd=r.get("GREENFRONT_INPUT_FD", _non_negative_int, None),
+            output_fd=r.get("GREENFRONT_OUTPUT_FD", _non_negative_int, None),
+            coordinator_address=r.get("GREENFRONT_COORDINATOR_ADDRESS", str, ""),
+            exit_on_engine_death=(r.get("GREENFRONT_ENGINE", str, "") == "launched"
+                                  and not r.get("VLLM_KEEP_ALIVE_ON_ENGINE_DEATH", _bool, False)),
+            tokenizer=r.get("GREENFRONT_TOKENIZER", str, ""),
+            chat_template=r.get("GREENFRONT_CHAT_TEMPLATE", str, ""),
+            log_requests=r.get("GREENFRONT_LOG_REQUESTS", _bool, False),
+            log_stats=r.get("GREENFRONT_LOG_STATS", _bool, True),
+            keepalive=r.get(("GREENFRONT_KEEPALIVE", "VLLM_HTTP_TIMEOUT_KEEP_ALIVE"),
+                            _non_negative_int, 5),
+            response_role=r.get("GREENFRONT_RESPONSE_ROLE", str, "assistant"),
+            trust_request_chat_template=r.get("GREENFRONT_TRUST_REQUEST_CHAT_TEMPLATE", _bool,
+                                              False),
+            enable_force_include_usage=r.get("GREENFRONT_ENABLE_FORCE_INCLUDE_USAGE", _bool,
+                                             False),
+            enable_prompt_tokens_details=r.get("GREENFRONT_ENABLE_PROMPT_TOKENS_DETAILS", _bool,
+                                               False),
+            max_logprobs=r.get("GREENFRONT_MAX_LOGPROBS", int, 20),
+            hf_hub_cache=r.get("HF_HUB_CACHE", str, "") or os.path.join(
+                r.get("HF_HOME", str, "") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                         "huggingface"), "hub"),
+            use_generation_config=r.get("GREENFRONT_GENERATION_CONFIG",
+                                        _choice("auto", "vllm"), "auto") == "auto",
             handshake_address=r.get("GREENFRONT_HANDSHAKE_ADDRESS", str, ""),
             run_dir=r.get("GREENFRONT_RUN_DIR", str, ""),
             worker_slot=r.get("GREENFRONT_WORKER_SLOT", int, 0),
@@ -160,6 +245,11 @@ class Config:
             max_body_bytes=r.get("GREENFRONT_MAX_BODY_BYTES", _positive_int, 256 * 1024 * 1024),
             system_fingerprint=r.get("GREENFRONT_SYSTEM_FINGERPRINT", str, "greenfront-0.1.0") or None,
             api_keys=keys,
+            server_dev_mode=r.get("VLLM_SERVER_DEV_MODE", _bool, False),
+            allow_runtime_lora_updating=r.get("VLLM_ALLOW_RUNTIME_LORA_UPDATING", _bool,
+                                              False),
+            runtime_lora_allowed_path_prefixes=r.get(
+                "VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES", _names, ()),
             bind=r.get("GREENFRONT_BIND", str, "127.0.0.1:8000"),
             log_level=r.get("GREENFRONT_LOG_LEVEL", _choice("debug", "info", "warning", "error"),
                             "info"),

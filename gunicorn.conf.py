@@ -20,14 +20,17 @@ from config import Config  # noqa: E402
 
 _config = Config.from_env()
 
+_launched = _config.engine_mode == "launched"
 bind = _config.bind
-workers = _config.worker_count
+# Launched by vllm serve, one worker owns the inherited engine sockets.
+workers = 1 if _launched else _config.worker_count
 worker_class = "gevent"
 worker_connections = 10000
 # Streams can be long; gevent workers heartbeat from the hub, so a long stream is not a stall.
 timeout = 120
-graceful_timeout = 5
-keepalive = 5
+# vllm serve SIGKILLs its frontend 5 s after SIGTERM: finish or abort in-flight work before that.
+graceful_timeout = 3 if _launched else 5
+keepalive = _config.keepalive
 loglevel = _config.log_level
 # gunicorn 27's control socket defaults to one path per user: two deployments on one machine
 # (tests, benchmarks) would fight over it. greenfront is managed by signals; turn it off.
@@ -48,6 +51,10 @@ def on_starting(server):
     global _config
     cfg = Config.from_env().with_run_dir()
     os.environ["GREENFRONT_RUN_DIR"] = cfg.run_dir
+    if cfg.engine_mode == "launched":
+        server.log.info("launched by vllm serve: waiting for %d engine(s) on the inherited sockets",
+                        cfg.engine_count)
+        return
     handshake = cfg.handshake_address
     if not handshake:
         if cfg.engine_mode == "external":

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import gevent
 import gevent.event
+import msgspec
 
 from engine import protocol
 from engine.stream import RequestStream, Waker
@@ -44,6 +45,7 @@ class EngineClient:
                  engine_start: int = 0, engine_count: int = 1, io_threads: int = 4,
                  max_model_len_cap: int | None = None, registration_dir: str = "",
                  input_fd: int | None = None, output_fd: int | None = None,
+                 coordinator_address: str = "", data_parallel_size: int | None = None,
                  on_dead: Callable[[str], None] | None = None) -> None:
         self.client_index = client_index
         self.ranks = list(range(engine_start, engine_start + engine_count))
@@ -52,6 +54,14 @@ class EngineClient:
         self._cap = max_model_len_cap
         self._registration_dir = registration_dir
         self._on_dead_hook = on_dead
+        self._coordinator_address = coordinator_address
+        self.engine_start = engine_start
+        self.data_parallel_size = data_parallel_size or engine_count
+        # Latest DP coordinator view (§7.2): per-rank [waiting, running, kv_usage] of our ranks,
+        # the current wave, and whether the engines are running a wave.
+        self._load: dict[int, list] = {}
+        self.current_wave = 0
+        self.engines_running = True
         self.registrations: dict[int, Any] = {}
         self.ready = False
         self.dead_reason: str | None = None
@@ -84,7 +94,8 @@ class EngineClient:
             input_address=input_address, output_address=output_address,
             io_threads=self._io_threads, input_fd=input_fd, output_fd=output_fd,
             on_registration=self._on_registration, on_outputs=self._on_outputs,
-            on_dead=self._on_dead)
+            on_dead=self._on_dead, coordinator_address=self._coordinator_address,
+            on_coordinator=self._on_coordinator)
 
     def stop(self) -> None:
         """Non-blocking: close the sockets and end the engine-I/O thread."""
@@ -133,21 +144,45 @@ class EngineClient:
             return requested
         if len(self.ranks) == 1:
             return self.ranks[0]
-        start = next(self._rr)
-        ranks = self.ranks[start % len(self.ranks):] + self.ranks[:start % len(self.ranks)]
-        return min(ranks, key=self._outstanding.__getitem__)
+        start = next(self._rr) % len(self.ranks)
+        ranks = self.ranks[start:] + self.ranks[:start]  # rotate so ties spread
+        rank = min(ranks, key=self._score)
+        load = self._load.get(rank)
+        if load is not None:
+            load[0] += 1  # counts as waiting there until the coordinator's next update
+        return rank
+
+    def _score(self, rank: int) -> float:
+        """vLLM's DP load score: own in-flight requests, refined by the coordinator's counts."""
+        mine = self._outstanding[rank]
+        load = self._load.get(rank)
+        if load is None:
+            return mine
+        waiting, running, kv_usage = load[0], load[1], load[2]
+        return max(mine, waiting + running) + waiting * 6 * max(0.0, kv_usage - 0.5)
 
     def submit(self, request: Any, waker: Waker, rank: int | None = None) -> RequestStream:
         """Send one ``EngineCoreRequest``; its outputs will arrive on the returned stream."""
         self.check_available()
         rank = self.pick_rank(rank if rank is not None else request.data_parallel_rank)
+        request.current_wave = self.current_wave
         stream = RequestStream(request.request_id, rank, waker, self.abort)
         self._streams[request.request_id] = stream
         self._outstanding[rank] += 1
         frames = protocol.encode_add(_identity(rank), request)
         rid = request.request_id
-        self._call_engine(lambda: self._transport.send(
-            frames, lambda error: self._on_add_failed(rid, error)))
+        wake_wave = None
+        if self._coordinator_address and not self.engines_running:
+            # 0.32: the first request of an idle DP deployment tells the coordinator to start a
+            # wave on every engine (§7.2.4); the 2-byte identity as bin means "wake everyone".
+            self.engines_running = True
+            wake_wave = msgspec.msgpack.encode([_identity(rank), self.current_wave])
+
+        def send() -> None:
+            self._transport.send(frames, lambda error: self._on_add_failed(rid, error))
+            if wake_wave is not None:
+                self._transport.notify_coordinator(wake_wave)
+        self._call_engine(send)
         return stream
 
     def abort(self, request_ids: list[str]) -> None:
@@ -250,6 +285,14 @@ class EngineClient:
         self.dead_reason = reason
         log.error("engine core dead: %s", reason)
         self._to_hub(lambda: self._fail_all(EngineDead(f"The engine core is dead: {reason}.")))
+
+    def _on_coordinator(self, counts: Any, wave: int, running: bool) -> None:
+        if counts is not None:
+            end = self.engine_start + len(self.ranks)
+            self._load = {rank: list(c) for rank, c in zip(self.ranks,
+                                                           counts[self.engine_start:end])}
+        self.current_wave = wave
+        self.engines_running = bool(running)
 
     def _on_add_failed(self, request_id: str, error: Exception) -> None:
         stream = self._streams.pop(request_id, None)

@@ -10,10 +10,12 @@ Runs on: the engine-I/O thread only (zmq.green sockets belong to the hub that ma
 from __future__ import annotations
 
 import logging
+import socket
 from typing import Any, Callable
 
 import gevent
 import zmq
+import msgspec
 import zmq.green as zmq_green
 from zmq.utils.monitor import parse_monitor_message
 
@@ -26,6 +28,19 @@ log = logging.getLogger("greenfront.transport")
 UNREACHABLE_RETRY_SECONDS = 5.0
 
 
+def endpoint_for_fd(fd: int) -> str:
+    """The ZMQ endpoint of an inherited listening socket (§1.4: derived with getsockname)."""
+    sock = socket.socket(fileno=fd)
+    try:
+        family, name = sock.family, sock.getsockname()
+    finally:
+        sock.detach()  # the fd stays open: ZMQ adopts it
+    if family == socket.AF_UNIX:
+        return f"ipc://{name if isinstance(name, str) else name.decode()}"
+    host, port = name[0], name[1]
+    return f"tcp://[{host}]:{port}" if family == socket.AF_INET6 else f"tcp://{host}:{port}"
+
+
 class Transport:
     """The input ROUTER + output PULL of one frontend client index.
 
@@ -34,13 +49,17 @@ class Transport:
         on_registration(rank, payload): an engine's ready message arrived.
         on_outputs(outputs, frames): a decoded ``EngineCoreOutputs`` batch arrived.
         on_dead(reason): the engine reported ENGINE_CORE_DEAD or its connection dropped.
+        coordinator_address / on_coordinator(counts, wave, running): the DP coordinator's
+            front publisher, and what it says (engine-core-protocol.md §7.2).
     """
 
     def __init__(self, *, input_address: str, output_address: str, io_threads: int,
                  on_registration: Callable[[int, bytes], None],
                  on_outputs: Callable[[Any, list], None],
                  on_dead: Callable[[str], None],
-                 input_fd: int | None = None, output_fd: int | None = None) -> None:
+                 input_fd: int | None = None, output_fd: int | None = None,
+                 coordinator_address: str = "",
+                 on_coordinator: Callable[[Any, int, bool], None] | None = None) -> None:
         self._on_registration = on_registration
         self._on_outputs = on_outputs
         self._on_dead = on_dead
@@ -66,6 +85,14 @@ class Transport:
         self.connected = 0
         self._greenlets = [gevent.spawn(self._recv_outputs), gevent.spawn(self._recv_router),
                            gevent.spawn(self._watch_connections)]
+        self.coordinator = None
+        if coordinator_address:
+            self.coordinator = self.ctx.socket(zmq.XSUB)
+            self.coordinator.setsockopt(zmq.LINGER, 0)
+            self.coordinator.connect(coordinator_address)
+            self.coordinator.send(b"\x01")  # subscribe to everything
+            self._on_coordinator = on_coordinator
+            self._greenlets.append(gevent.spawn(self._recv_coordinator))
 
     # -- sending ------------------------------------------------------------------------------
     def send(self, frames: list[bytes],
@@ -129,11 +156,28 @@ class Transport:
                 self.connected -= 1
                 self._on_dead("an engine's connection to this frontend was lost")
 
+    def _recv_coordinator(self) -> None:
+        decode = msgspec.msgpack.decode
+        while True:
+            payload = self.coordinator.recv()
+            try:
+                counts, wave, running = decode(payload)[:3]
+            except Exception:
+                log.warning("undecodable DP coordinator message dropped")
+                continue
+            self._on_coordinator(counts, wave, running)
+
+    def notify_coordinator(self, payload: bytes) -> None:
+        """Send a message to the DP coordinator (0.32's first-request wave notice)."""
+        if self.coordinator is not None:
+            self.coordinator.send(payload)
+
     def close(self) -> None:
         for greenlet in self._greenlets:
             greenlet.kill(block=False)
-        for sock in (self._monitor, self.router, self.pull):
-            sock.close(linger=0)
+        for sock in (self._monitor, self.router, self.pull, self.coordinator):
+            if sock is not None:
+                sock.close(linger=0)
         self.ctx.term()
 
 

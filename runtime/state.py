@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import logging
 import os
+import time
+
+import gevent
 
 
 from config import Config
 from engine.client import EngineClient
+from engine.transport import endpoint_for_fd
 from runtime.request_pool import get_pool, shutdown_pool
 
 log = logging.getLogger("greenfront.state")
@@ -48,24 +52,55 @@ class WorkerState:
 
         cfg = self.config
         self.pid = os.getpid()
-        import time
         self.started_at = time.time()
-        self.model = ModelFiles.load(cfg.model)
+        self.model = ModelFiles.load(cfg.tokenizer_dir)
         self.tokenizer = Tokenizer.from_files(self.model, backend=cfg.tokenizer_backend)
-        template = self.model.chat_template
+        template = _chat_template_text(cfg.chat_template) or self.model.chat_template
         self.chat_template = (ChatTemplate(template, self.model.special_tokens)
                               if template else None)
         get_pool(cfg.request_threads, cfg.switch_interval)
-        self.client = EngineClient(
-            input_address=cfg.ipc_address("in", cfg.worker_slot),
-            output_address=cfg.ipc_address("out", cfg.worker_slot),
-            client_index=cfg.worker_slot, engine_count=cfg.engine_count,
-            io_threads=cfg.zmq_threads, max_model_len_cap=cfg.max_model_len,
-            registration_dir=cfg.run_dir)
+        self.client = self._make_client()
         self.client.start()
+        gevent.spawn(self._watch_registration)
         log.info("worker %d: slot %d, tokenizer backend %s, %d request threads, offload %s",
                  self.pid, cfg.worker_slot, self.tokenizer.backend, cfg.request_threads,
                  "on" if cfg.offload else "off")
+
+    def _make_client(self) -> EngineClient:
+        cfg = self.config
+        if cfg.engine_mode == "launched":
+            # vllm serve's listeners, inherited: adopt them (ZMQ_USE_FD) at their own endpoints.
+            inputs = (endpoint_for_fd(cfg.input_fd), cfg.input_fd)
+            outputs = (endpoint_for_fd(cfg.output_fd), cfg.output_fd)
+        else:
+            inputs = (cfg.ipc_address("in", cfg.worker_slot), None)
+            outputs = (cfg.ipc_address("out", cfg.worker_slot), None)
+        return EngineClient(
+            input_address=inputs[0], output_address=outputs[0],
+            input_fd=inputs[1], output_fd=outputs[1],
+            client_index=cfg.worker_slot, engine_start=cfg.engine_start,
+            engine_count=cfg.engine_count, data_parallel_size=cfg.data_parallel_size,
+            coordinator_address=cfg.coordinator_address,
+            io_threads=cfg.zmq_threads, max_model_len_cap=cfg.max_model_len,
+            registration_dir=cfg.run_dir, on_dead=self._on_engine_dead)
+
+    def _watch_registration(self) -> None:
+        """HTTP hub: halt the server when the engines do not register in time (as vLLM does)."""
+        timeout = self.config.engine_ready_timeout
+        if self.client.wait_ready(timeout):
+            return
+        log.error("the engines did not register within %g s; raise VLLM_ENGINE_READY_TIMEOUT_S "
+                  "(or GREENFRONT_ENGINE_READY_TIMEOUT) if they need longer to start", timeout)
+        _halt_server()
+
+    def _on_engine_dead(self, reason: str) -> None:
+        """HTTP hub, after every in-flight request was failed: vLLM's frontends stop serving
+        when their engine dies, unless VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1."""
+        if self.config.exit_on_engine_death:
+            log.error("stopping: the engine core died (%s); VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1 "
+                      "keeps the server up", reason)
+            # Let the error responses that were just written reach their clients first.
+            gevent.spawn_later(0.5, _halt_server)
 
     def stop(self) -> None:
         """Non-blocking shutdown: engine thread and pool are told to end, not waited for."""
@@ -91,12 +126,38 @@ class WorkerState:
         cfg = self.config
         return ServingContext(
             served_model_names=cfg.model_names,
-            model_path=cfg.model,
+            model_path=cfg.model_dir,
             tokenizer=self.tokenizer,
             chat_template=self.chat_template,
             max_model_len=self.client.max_model_len,
-            generation_defaults=self.model.generation_defaults(),
+            generation_defaults=(self.model.generation_defaults()
+                                 if cfg.use_generation_config else {}),
             generation_eos_ids=self.model.generation_eos_token_ids(),
             system_fingerprint=cfg.system_fingerprint,
             special_tokens=self.model.special_tokens,
+            response_role=cfg.response_role,
+            trust_request_chat_template=cfg.trust_request_chat_template,
+            max_logprobs=cfg.max_logprobs,
+            enable_force_include_usage=cfg.enable_force_include_usage,
+            enable_prompt_tokens_details=cfg.enable_prompt_tokens_details,
         )
+
+
+#: gunicorn halts the whole server (master included, non-zero exit) when a worker exits with
+#: its WORKER_BOOT_ERROR code; vllm serve then tears the engines down.
+WORKER_BOOT_ERROR = 3
+
+
+def _halt_server() -> None:
+    logging.shutdown()
+    os._exit(WORKER_BOOT_ERROR)
+
+
+def _chat_template_text(value: str) -> str | None:
+    """``--chat-template``: a file path, or the template itself."""
+    if not value:
+        return None
+    if os.path.isfile(value):
+        with open(value, encoding="utf-8") as f:
+            return f.read()
+    return value

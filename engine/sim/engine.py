@@ -384,7 +384,8 @@ class SimEngine:
         sim = sched.add(req, time.monotonic())
         for warning in sim.warnings:
             self._log(f"{req.request_id}: {warning}")
-        self._debug(f"ADD {req.request_id} prompt_len={sim.prompt_len} max_tokens={sim.max_tokens}")
+        self._debug(f"ADD {req.request_id} prompt_len={sim.prompt_len} max_tokens={sim.max_tokens}"
+                    f" wave={req.current_wave} client={req.client_index}")
 
     def _on_abort(self, request_ids: list[str]) -> None:
         sched = self._sched

@@ -1,0 +1,149 @@
+"""``--args-json``: the non-default ``vllm serve`` options, sorted into honoured, ignored, refused.
+
+``vllm serve`` passes every option whose value differs from its parser default (engine options
+too) plus ``model_tag``, ``engine_ready_timeout_secs`` and ``http_timeout_keep_alive``
+(engine-core-protocol.md §6.3). Frontend options greenfront implements become ``GREENFRONT_*``
+settings (read by config.py like any other); engine-only options are ignored; frontend options
+greenfront does not implement are refused together, in one message, as vllm-rs does.
+
+Runs on: the launcher process, before gunicorn starts.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+#: vLLM frontend options whose behaviour greenfront does not have. Setting any of them to a
+#: non-default value is refused rather than silently ignored.
+UNSUPPORTED = frozenset({
+    "lora_modules", "trust_request_mm_kwargs", "return_tokens_as_token_ids",
+    "enable_auto_tool_choice", "exclude_tools_when_tool_choice_none", "tool_call_parser",
+    "tool_parser_plugin", "tool_strict_level", "tool_server", "reasoning_parser",
+    "enable_per_request_metrics", "enable_server_load_tracking", "sse_keep_alive_interval",
+    "enable_tokenizer_info_endpoint", "enable_log_outputs", "enable_log_deltas",
+    "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
+    "tokens_only", "enable_scale_out", "uds", "allow_credentials", "allowed_origins",
+    "allowed_methods", "allowed_headers", "ssl_keyfile", "ssl_certfile", "ssl_ca_certs",
+    "enable_ssl_refresh", "ssl_cert_reqs", "ssl_ciphers", "root_path", "middleware",
+    "enable_request_id_headers", "disable_access_log_for_endpoints", "skip_tokenizer_init",
+    "enable_prompt_embeds", "override_generation_config", "tokenizer_revision",
+    "hf_config_path", "enable_flash_late_interaction",
+})
+
+
+def _names(value: Any) -> str:
+    names = [value] if isinstance(value, str) else list(value or [])
+    return ",".join(str(n) for n in names)
+
+
+def _flag(value: Any) -> str:
+    return "1" if value else "0"
+
+
+def _chat_template_format(value: Any) -> str | None:
+    # Only the "string" content format is built; "auto" picks it for the templates we render.
+    if value in ("auto", "string"):
+        return None
+    raise _Refused()
+
+
+def _tokenizer_mode(value: Any) -> str | None:
+    if value in ("auto", "hf"):
+        return None
+    raise _Refused()
+
+
+def _generation_config(value: Any) -> str:
+    if value in ("auto", "vllm"):
+        return value
+    raise _Refused()
+
+
+def _fingerprint(args: dict) -> str | None:
+    mode = args.get("fingerprint_mode", "full")
+    if mode == "none":
+        return ""
+    if mode == "custom":
+        return str(args.get("fingerprint_value") or "")
+    return None  # full/hash hash vLLM's own config: keep greenfront's fingerprint
+
+
+class _Refused(Exception):
+    pass
+
+
+#: option → (GREENFRONT_* variable, how to turn the value into its text; None: leave unset).
+HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
+    "served_model_name": ("GREENFRONT_SERVED_MODEL_NAME", _names),
+    "tokenizer": ("GREENFRONT_TOKENIZER", str),
+    "api_key": ("GREENFRONT_API_KEY", _names),
+    "chat_template": ("GREENFRONT_CHAT_TEMPLATE", str),
+    "max_model_len": ("GREENFRONT_MAX_MODEL_LEN", str),
+    "enable_log_requests": ("GREENFRONT_LOG_REQUESTS", _flag),
+    "disable_log_stats": ("GREENFRONT_LOG_STATS", lambda v: _flag(not v)),
+    "engine_ready_timeout_secs": ("GREENFRONT_ENGINE_READY_TIMEOUT", str),
+    "http_timeout_keep_alive": ("GREENFRONT_KEEPALIVE", str),
+    "response_role": ("GREENFRONT_RESPONSE_ROLE", str),
+    "trust_request_chat_template": ("GREENFRONT_TRUST_REQUEST_CHAT_TEMPLATE", _flag),
+    "enable_force_include_usage": ("GREENFRONT_ENABLE_FORCE_INCLUDE_USAGE", _flag),
+    "enable_prompt_tokens_details": ("GREENFRONT_ENABLE_PROMPT_TOKENS_DETAILS", _flag),
+    "max_logprobs": ("GREENFRONT_MAX_LOGPROBS", str),
+    "generation_config": ("GREENFRONT_GENERATION_CONFIG", _generation_config),
+    "uvicorn_log_level": ("GREENFRONT_LOG_LEVEL",
+                          lambda v: {"critical": "error", "trace": "debug"}.get(v, v)),
+    "chat_template_content_format": ("", _chat_template_format),
+    "tokenizer_mode": ("", _tokenizer_mode),
+}
+
+#: Frontend options that need no setting: the HTTP socket is inherited, docs do not exist,
+#: greenfront writes no uvicorn access log, and the rest are read directly from the command line.
+NO_EFFECT = frozenset({"host", "port", "model", "model_tag", "disable_uvicorn_access_log",
+                       "disable_fastapi_docs", "enable_offline_docs", "fingerprint_mode",
+                       "fingerprint_value", "max_log_len", "log_error_stack", "headless"})
+
+
+class UnsupportedOptions(ValueError):
+    """Frontend options greenfront does not implement were given."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(
+            "greenfront does not implement these vllm serve frontend options: "
+            + ", ".join(f"--{n.replace('_', '-')}" for n in names)
+            + ". Remove them, or set VLLM_USE_RUST_FRONTEND=0 to use vLLM's Python frontend.")
+        self.names = names
+
+
+def settings_from_args_json(text: str) -> dict[str, str]:
+    """The ``GREENFRONT_*`` settings that ``--args-json`` asks for.
+
+    Raises:
+        ValueError: the JSON is not an object or has no model.
+        UnsupportedOptions: it sets frontend options greenfront does not implement.
+    """
+    args = json.loads(text)
+    if not isinstance(args, dict):
+        raise ValueError("--args-json must be a JSON object")
+    model = args.get("model_tag") or args.get("model")
+    if not model:
+        raise ValueError("--args-json has no model_tag")
+    settings = {"GREENFRONT_MODEL": str(model)}
+    refused = sorted(k for k in args if k in UNSUPPORTED)
+    for key, value in args.items():
+        if key not in HONOURED:
+            continue
+        name, convert = HONOURED[key]
+        try:
+            text_value = convert(value) if value is not None else None
+        except _Refused:
+            refused.append(key)
+            continue
+        if name and text_value is not None:
+            settings[name] = text_value
+    if "GREENFRONT_SERVED_MODEL_NAME" not in settings:
+        settings["GREENFRONT_SERVED_MODEL_NAME"] = str(model)
+    fingerprint = _fingerprint(args)
+    if fingerprint is not None:
+        settings["GREENFRONT_SYSTEM_FINGERPRINT"] = fingerprint
+    if refused:
+        raise UnsupportedOptions(sorted(set(refused)))
+    return settings

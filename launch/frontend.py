@@ -1,0 +1,91 @@
+"""``greenfront frontend …``: what ``vllm serve`` runs with ``VLLM_USE_RUST_FRONTEND=1``.
+
+Accepts exactly vLLM's frontend command line (engine-core-protocol.md §6.2), turns
+``--args-json`` into greenfront settings, marks the inherited sockets inheritable and execs
+gunicorn with one gevent worker bound to the inherited HTTP socket (``fd://N``). The worker adopts
+the input/output listeners as its ROUTER and PULL and waits for every engine's registration.
+Exit codes: 2 for a bad command line or refused options; gunicorn's own afterwards (0 on SIGTERM,
+3 when the worker halts the server: engine registration timeout, engine death).
+
+Runs on: the launcher process, which becomes the gunicorn master.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from launch.args_json import UnsupportedOptions, settings_from_args_json
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="greenfront", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    frontend = commands.add_parser("frontend", help="serve as vllm serve's frontend")
+    frontend.add_argument("--listen-fd", type=int, required=True,
+                          help="inherited HTTP socket (bound, not listening)")
+    frontend.add_argument("--input-listener-fd", type=int, required=True,
+                          help="inherited listener adopted as the engines' input ROUTER")
+    frontend.add_argument("--output-listener-fd", type=int, required=True,
+                          help="inherited listener adopted as the engines' output PULL")
+    frontend.add_argument("--engine-start-index", type=int, default=0)
+    frontend.add_argument("--engine-count", type=int, default=1)
+    frontend.add_argument("--data-parallel-size", type=int, default=None)
+    frontend.add_argument("--coordinator-address", default=None)
+    frontend.add_argument("--grpc-listen-fd", type=int, default=None,
+                          help="accepted; greenfront serves no gRPC")
+    frontend.add_argument("--args-json", required=True)
+    return parser
+
+
+def launch_settings(ns: argparse.Namespace) -> dict[str, str]:
+    """Every GREENFRONT_* setting of a launched frontend."""
+    settings = settings_from_args_json(ns.args_json)
+    # gunicorn runs from the repository; paths given to vllm serve are relative to its own cwd.
+    for name in ("GREENFRONT_MODEL", "GREENFRONT_TOKENIZER", "GREENFRONT_CHAT_TEMPLATE"):
+        value = settings.get(name)
+        if value and os.path.exists(value):
+            settings[name] = os.path.abspath(value)
+    settings.update({
+        "GREENFRONT_ENGINE": "launched",
+        "GREENFRONT_BIND": f"fd://{ns.listen_fd}",
+        "GREENFRONT_WORKERS": "1",
+        "GREENFRONT_INPUT_FD": str(ns.input_listener_fd),
+        "GREENFRONT_OUTPUT_FD": str(ns.output_listener_fd),
+        "GREENFRONT_ENGINE_START": str(ns.engine_start_index),
+        "GREENFRONT_ENGINE_COUNT": str(ns.engine_count),
+        "GREENFRONT_DATA_PARALLEL_SIZE": str(ns.data_parallel_size or ns.engine_count),
+        "GREENFRONT_COORDINATOR_ADDRESS": ns.coordinator_address or "",
+    })
+    return settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    try:
+        settings = launch_settings(ns)
+    except (ValueError, UnsupportedOptions) as exc:
+        print(f"greenfront: {exc}", file=sys.stderr)
+        return 2
+    for fd in (ns.listen_fd, ns.input_listener_fd, ns.output_listener_fd):
+        try:
+            os.set_inheritable(fd, True)
+        except OSError as exc:
+            print(f"greenfront: inherited fd {fd} is not usable: {exc}", file=sys.stderr)
+            return 2
+    if ns.grpc_listen_fd is not None:
+        print("greenfront: --grpc-listen-fd given; greenfront serves no gRPC, only HTTP",
+              file=sys.stderr)
+    env = dict(os.environ)
+    env.update(settings)
+    os.chdir(ROOT)
+    args = [sys.executable, "-m", "gunicorn", "-c", os.path.join(ROOT, "gunicorn.conf.py"),
+            "app:api"]
+    os.execve(sys.executable, args, env)
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,356 @@
+"""Runtime LoRA adapters: /v1/load_lora_adapter, /v1/unload_lora_adapter, and their registry.
+
+Behind ``VLLM_ALLOW_RUNTIME_LORA_UPDATING``. Owns ``LoraRegistry``: the adapters this deployment
+loaded (name → int id, path), shared by every gunicorn worker of the deployment through a small
+JSON file in the run dir (``loras.json``, guarded by ``flock``), so that ids are unique across
+workers, any worker can unload what another loaded, and a restarted worker still knows them.
+``lora_registry(config)`` is how other modules (``/v1/models``, request conversion) read it.
+
+Load (vLLM 0.32's ``OpenAIServingModels.load_lora_adapter``, plus vllm-rs's engine checks):
+1. body ``{"lora_name", "lora_path", "load_inplace"=false, "is_3d_lora_weight"=false}``
+   (application/json; field errors are the usual 400 "Bad Request");
+2. 400 ``InvalidUserInput`` for an empty name/path, a name that is a served model name, or a
+   name already loaded without ``load_inplace`` (vLLM's messages);
+3. 400 when an engine registered ``supports_lora: false`` (the engine would refuse anyway);
+4. with ``VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES`` set, a local path (absolute, ``.``/``~``
+   relative, or existing on disk) must be absolute and resolve under one of the prefixes (400);
+   unset, any path goes, as in vLLM's Python frontend (vllm-rs refuses local paths then);
+5. utility ``add_lora [[name, id, path, nil, load_inplace, is_3d]]`` on every rank; ids are 1, 2,
+   … in load order and kept by an in-place reload; an engine failure naming the adapter as not
+   found is vLLM's 404, any other a 500 with the engine's message; ranks that did load a new
+   adapter get ``remove_lora`` back so that no engine keeps a half-loaded one;
+6. 200 ``Success: LoRA adapter '<name>' added successfully.`` (plain text).
+
+Unload: ``{"lora_name", "lora_int_id"?}`` (the id is ignored, as vLLM does); 404
+``NotFoundError`` for an unknown name; utility ``remove_lora [id]`` on every rank (vLLM 0.32's
+Python frontend only forgets the name; vllm-rs also frees the engine slot, which we follow);
+200 ``Success: LoRA adapter '<name>' removed successfully.``
+
+Runs on: the HTTP hub. The registry's file work is short and never yields while it holds the
+lock (greenlets of one process would otherwise deadlock on the same ``flock``).
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import falcon
+
+import jsonio
+from config import Config
+from errors import InvalidRequest, NotFound, ServerError
+from resources.admin.engines import NO_TIMEOUT, call_each, engine_client
+from resources.common.fields import (MISSING, parse_fields, require_object, v_bool, v_int,
+                                     v_nullable, v_str)
+from resources.request_body import read_json
+from runtime.state import WorkerState
+
+log = logging.getLogger("greenfront.lora")
+
+PREFIXES_ENV = "VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES"
+
+LOAD_FIELDS = [
+    ("lora_name", v_str(), MISSING),
+    ("lora_path", v_str(), MISSING),
+    ("load_inplace", v_bool(), False),
+    ("is_3d_lora_weight", v_bool(), False),
+]
+UNLOAD_FIELDS = [
+    ("lora_name", v_str(), MISSING),
+    ("lora_int_id", v_nullable(v_int()), None),
+]
+
+
+class InvalidUserInput(InvalidRequest):
+    """400 with the error type vLLM's LoRA checks use."""
+    type = "InvalidUserInput"
+
+
+@dataclass(frozen=True)
+class LoraAdapter:
+    name: str
+    int_id: int
+    path: str
+    load_inplace: bool = False
+    is_3d_lora_weight: bool = False
+
+    def request(self) -> list:
+        """The LoRARequest wire array (protocol §3.6): name, id, path, base model, flags."""
+        return [self.name, self.int_id, self.path, None, self.load_inplace,
+                self.is_3d_lora_weight]
+
+    @classmethod
+    def from_entry(cls, name: str, entry: dict) -> "LoraAdapter":
+        return cls(name, entry["id"], entry["path"], entry.get("load_inplace", False),
+                   entry.get("is_3d_lora_weight", False))
+
+
+class LoraRegistry:
+    """The deployment's loaded adapters.
+
+    State: ``{"next_id": n, "adapters": {name: entry}}`` where an entry holds ``id``, ``path``,
+    the two flags, ``loaded`` (the engines have it) and ``busy`` (pid of the worker loading or
+    unloading it right now; a dead pid's claim is void).
+
+    Args:
+        run_dir: the deployment's run dir; "" keeps the registry in this process only.
+    """
+
+    def __init__(self, run_dir: str) -> None:
+        self._path = os.path.join(run_dir, "loras.json") if run_dir else ""
+        self._memory: dict[str, Any] = {"next_id": 1, "adapters": {}}
+
+    # -- reading (any module) -----------------------------------------------------------------
+    def adapters(self) -> list[LoraAdapter]:
+        """Loaded adapters, in id order."""
+        entries = self._read()["adapters"]
+        loaded = [LoraAdapter.from_entry(n, e) for n, e in entries.items() if e.get("loaded")]
+        return sorted(loaded, key=lambda a: a.int_id)
+
+    def models(self) -> list[dict[str, str]]:
+        """``/v1/models`` fields of each adapter, as vLLM fills them: ``id`` is the adapter
+        name, ``root`` its path; ``parent`` is the first served model name (the caller's)."""
+        return [{"id": a.name, "root": a.path} for a in self.adapters()]
+
+    def get(self, name: str) -> LoraAdapter | None:
+        """The loaded adapter called ``name`` (its ``request()`` goes into an ADD), or None."""
+        entry = self._read()["adapters"].get(name)
+        return LoraAdapter.from_entry(name, entry) if entry and entry.get("loaded") else None
+
+    # -- load / unload (this module) --------------------------------------------------------------
+    def begin_load(self, name: str, path: str, load_inplace: bool,
+                   is_3d: bool) -> tuple[LoraAdapter, dict | None]:
+        """Claim ``name`` and pick its id; returns the adapter and the entry it replaces."""
+        with self._transaction() as state:
+            adapters = state["adapters"]
+            previous = _live(adapters.get(name))
+            if previous is not None and previous.get("busy"):
+                raise InvalidUserInput(f"The lora adapter '{name}' is being loaded or unloaded "
+                                       "by another request; retry shortly.")
+            if previous is not None and previous.get("loaded") and not load_inplace:
+                raise InvalidUserInput(
+                    f"The lora adapter '{name}' has already been loaded. If you want to load "
+                    "the adapter in place, set 'load_inplace' to True.")
+            if previous is not None and previous.get("loaded"):
+                # An in-place reload keeps the id (vLLM does); the old path is listed until
+                # the engines took the new one.
+                previous = dict(previous)
+                int_id = previous["id"]
+                adapters[name] = {**previous, "busy": os.getpid()}
+            else:
+                previous = None
+                int_id = state["next_id"]
+                state["next_id"] = int_id + 1
+            adapter = LoraAdapter(name, int_id, path, load_inplace, is_3d)
+            if previous is None:
+                adapters[name] = {**_entry(adapter), "loaded": False, "busy": os.getpid()}
+        return adapter, previous
+
+    def end_load(self, adapter: LoraAdapter, previous: dict | None, ok: bool) -> None:
+        with self._transaction() as state:
+            adapters = state["adapters"]
+            if ok:
+                adapters[adapter.name] = {**_entry(adapter), "loaded": True, "busy": None}
+            elif previous is not None:
+                adapters[adapter.name] = {**previous, "busy": None}
+            else:
+                adapters.pop(adapter.name, None)
+
+    def begin_unload(self, name: str) -> LoraAdapter:
+        with self._transaction() as state:
+            entry = _live(state["adapters"].get(name))
+            if entry is None or not entry.get("loaded"):
+                raise NotFound(f"The lora adapter '{name}' cannot be found.")
+            if entry.get("busy"):
+                raise InvalidUserInput(f"The lora adapter '{name}' is being loaded or unloaded "
+                                       "by another request; retry shortly.")
+            entry["busy"] = os.getpid()
+            return LoraAdapter.from_entry(name, entry)
+
+    def end_unload(self, adapter: LoraAdapter, ok: bool) -> None:
+        with self._transaction() as state:
+            if ok:
+                state["adapters"].pop(adapter.name, None)
+            elif adapter.name in state["adapters"]:
+                state["adapters"][adapter.name]["busy"] = None
+
+    # -- storage ------------------------------------------------------------------------------------
+    def _read(self) -> dict[str, Any]:
+        if not self._path:
+            return self._memory
+        try:
+            with open(self._path, "rb") as f:
+                return jsonio.loads(f.read())
+        except FileNotFoundError:
+            return {"next_id": 1, "adapters": {}}
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[dict[str, Any]]:
+        """Read-modify-write under an exclusive lock; written back only if no exception."""
+        if not self._path:
+            yield self._memory
+            return
+        fd = os.open(self._path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            state = self._read()
+            yield state
+            tmp = f"{self._path}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(jsonio.dumps(state))
+            os.replace(tmp, self._path)  # readers without the lock see old or new, never half
+        finally:
+            os.close(fd)  # also releases the lock
+
+
+def _entry(adapter: LoraAdapter) -> dict[str, Any]:
+    return {"id": adapter.int_id, "path": adapter.path, "load_inplace": adapter.load_inplace,
+            "is_3d_lora_weight": adapter.is_3d_lora_weight}
+
+
+def _live(entry: dict | None) -> dict | None:
+    """The entry with a dead worker's claim dropped (that worker's load never finished:
+    a never-loaded entry is forgotten, a loaded one is released)."""
+    if entry is None or not entry.get("busy") or _pid_alive(entry["busy"]):
+        return entry
+    if not entry.get("loaded"):
+        return None
+    entry["busy"] = None
+    return entry
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _registry(run_dir: str) -> LoraRegistry:
+    return LoraRegistry(run_dir)
+
+
+def lora_registry(config: Config) -> LoraRegistry:
+    """The deployment's registry (one object per run dir and process)."""
+    return _registry(config.run_dir)
+
+
+# -- checks -----------------------------------------------------------------------------------------
+def _is_local(path: str) -> bool:
+    """A filesystem path rather than a Hugging Face repo id (which the engine downloads)."""
+    return (os.path.isabs(path) or path.startswith((".", "~")) or os.path.exists(path))
+
+
+def check_path(path: str, prefixes: tuple[str, ...]) -> None:
+    """400 unless a local ``path`` is absolute and, symlinks resolved, inside a prefix."""
+    if not prefixes or not _is_local(path):
+        return
+    if os.path.isabs(path):
+        real = os.path.realpath(path)
+        for prefix in prefixes:
+            root = os.path.realpath(prefix)
+            if os.path.commonpath([real, root]) == root:
+                return
+    raise InvalidUserInput(
+        "Local LoRA adapter paths must be absolute and under one of the prefixes configured by "
+        f"{PREFIXES_ENV}.")
+
+
+def _check_lora_support(client: Any) -> None:
+    disabled = [rank for rank in client.ranks
+                if not getattr(client.registrations.get(rank), "supports_lora", False)]
+    if disabled:
+        raise InvalidUserInput(
+            "LoRA adapters cannot be loaded: the engine was started without LoRA support "
+            f"(supports_lora=false on engine rank {disabled[0]}); start vLLM with --enable-lora.")
+
+
+# -- resources ----------------------------------------------------------------------------------------
+class LoadLoraAdapterResource:
+    def __init__(self, state: WorkerState, registry: LoraRegistry) -> None:
+        self._state = state
+        self._registry = registry
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = parse_fields(require_object(read_json(req)), LOAD_FIELDS)
+        name, path = body["lora_name"], body["lora_path"]
+        if not name or not path:
+            raise InvalidUserInput("Both 'lora_name' and 'lora_path' must be provided.")
+        if name in self._state.config.model_names:
+            raise InvalidUserInput(
+                f"The lora adapter '{name}' conflicts with a served base model.")
+        client = engine_client(self._state)
+        _check_lora_support(client)
+        check_path(path, self._state.config.runtime_lora_allowed_path_prefixes)
+
+        adapter, previous = self._registry.begin_load(name, path, body["load_inplace"],
+                                                      body["is_3d_lora_weight"])
+        ok = False
+        try:
+            results = call_each(client, "add_lora", [adapter.request()], timeout=NO_TIMEOUT)
+            failed = [(rank, exc) for rank, good, exc in results if not good]
+            if failed and previous is None:
+                # Don't leave a new adapter on the ranks that took it: nobody could name it.
+                loaded = [rank for rank, good, _ in results if good]
+                if loaded:
+                    call_each(client, "remove_lora", [adapter.int_id], ranks=loaded)
+            if failed:
+                raise _load_error(adapter, failed[0][1].message)
+            ok = True
+        finally:
+            self._registry.end_load(adapter, previous, ok)
+        log.info("loaded LoRA adapter %r (id %d) from %r", name, adapter.int_id, path)
+        resp.status = falcon.HTTP_200
+        resp.content_type = falcon.MEDIA_TEXT
+        resp.text = f"Success: LoRA adapter '{name}' added successfully."
+
+
+def _load_error(adapter: LoraAdapter, message: str) -> Exception:
+    not_found = f"Loading lora {adapter.name} failed: No adapter found for {adapter.path}"
+    if not_found in message:
+        return NotFound(not_found)
+    return ServerError(message)
+
+
+class UnloadLoraAdapterResource:
+    def __init__(self, state: WorkerState, registry: LoraRegistry) -> None:
+        self._state = state
+        self._registry = registry
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = parse_fields(require_object(read_json(req)), UNLOAD_FIELDS)
+        name = body["lora_name"]
+        if not name:
+            raise InvalidUserInput("'lora_name' needs to be provided to unload a LoRA adapter.")
+        client = engine_client(self._state)
+        adapter = self._registry.begin_unload(name)
+        ok = False
+        try:
+            results = call_each(client, "remove_lora", [adapter.int_id])
+            failed = [exc for _rank, good, exc in results if not good]
+            if failed:
+                raise ServerError(failed[0].message)
+            # A false result means that engine no longer held it (evicted): the goal is met.
+            ok = True
+        finally:
+            self._registry.end_unload(adapter, ok)
+        log.info("unloaded LoRA adapter %r (id %d)", name, adapter.int_id)
+        resp.status = falcon.HTTP_200
+        resp.content_type = falcon.MEDIA_TEXT
+        resp.text = f"Success: LoRA adapter '{name}' removed successfully."
+
+
+def register(app: falcon.App, state: WorkerState, config: Config) -> None:
+    """Add the LoRA routes (the caller checked ``config.allow_runtime_lora_updating``)."""
+    registry = lora_registry(config)
+    app.add_route("/v1/load_lora_adapter", LoadLoraAdapterResource(state, registry))
+    app.add_route("/v1/unload_lora_adapter", UnloadLoraAdapterResource(state, registry))
