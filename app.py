@@ -15,9 +15,10 @@ from config import Config
 from middleware import errors as error_handlers
 from middleware.auth import AuthMiddleware
 from middleware.offload import OffloadMiddleware
+from resources.admin import register_admin_routes
 from resources.chat.resource import ChatCompletionsResource
 from resources.completions.resource import CompletionsResource
-from resources.health import HealthResource, LoadResource, VersionResource
+from resources.health import HealthResource, LoadResource, MetricsResource, VersionResource
 from resources.models import ModelsResource
 from resources.tokenize.resource import DetokenizeResource, TokenizeResource
 from runtime.request_pool import get_pool
@@ -34,12 +35,15 @@ def build_api(config: Config, state: WorkerState | None = None) -> OffloadMiddle
     app.add_route("/health", HealthResource(state))
     app.add_route("/version", VersionResource(state))
     app.add_route("/load", LoadResource(state))
+    app.add_route("/metrics", MetricsResource(state))
     app.add_route("/v1/models", ModelsResource(state))
     # OpenAI API and vLLM's tokenizer routes: offloaded to the request pool.
     app.add_route("/v1/completions", CompletionsResource(state))
     app.add_route("/v1/chat/completions", ChatCompletionsResource(state))
     app.add_route("/tokenize", TokenizeResource(state))
     app.add_route("/detokenize", DetokenizeResource(state))
+    # Dev-mode and LoRA routes (utility calls to the engines), each behind its vLLM switch.
+    register_admin_routes(app, state, config)
 
     api = OffloadMiddleware(
         app,

@@ -46,7 +46,8 @@ class EngineClient:
                  max_model_len_cap: int | None = None, registration_dir: str = "",
                  input_fd: int | None = None, output_fd: int | None = None,
                  coordinator_address: str = "", data_parallel_size: int | None = None,
-                 on_dead: Callable[[str], None] | None = None) -> None:
+                 on_dead: Callable[[str], None] | None = None,
+                 on_stats: Callable[[int, Any], None] | None = None) -> None:
         self.client_index = client_index
         self.ranks = list(range(engine_start, engine_start + engine_count))
         self._addresses = (input_address, output_address, input_fd, output_fd)
@@ -54,6 +55,7 @@ class EngineClient:
         self._cap = max_model_len_cap
         self._registration_dir = registration_dir
         self._on_dead_hook = on_dead
+        self._on_stats = on_stats
         self._coordinator_address = coordinator_address
         self.engine_start = engine_start
         self.data_parallel_size = data_parallel_size or engine_count
@@ -241,6 +243,8 @@ class EngineClient:
                 self._outstanding[stream.engine_rank] -= 1
         if batch:
             self._to_hub(lambda: _deliver(batch))
+        if outputs.scheduler_stats is not None and self._on_stats is not None:
+            self._on_stats(outputs.engine_index, outputs.scheduler_stats)
         utility = outputs.utility_output
         if utility is not None:
             self._to_hub(lambda: self._finish_utility(utility))

@@ -50,15 +50,22 @@ class GenerationResource:
             resp.data = b""
             return
         output_state = RequestState(prepared, ctx)
+        on_finished = self._count_finished
         if prepared.stream:
             renderer = type(self).stream_renderer(prepared, ctx)
             resp.content_type = SSE
-            resp.stream = StreamingBody(generation, output_state, renderer, cancel, error_event)
+            resp.stream = StreamingBody(generation, output_state, renderer, cancel, error_event,
+                                        on_finished)
         else:
             render = type(self).render_response
             resp.content_type = falcon.MEDIA_JSON
             resp.stream = DeferredBody(generation, output_state,
-                                       lambda st: render(prepared, st))
+                                       lambda st: render(prepared, st), on_finished)
+
+    def _count_finished(self, output_state: RequestState) -> None:
+        self._state.metrics.observe_finished(
+            output_state.prompt_tokens(), output_state.completion_tokens(),
+            [choice.finish_reason for choice in output_state.choices])
 
 
 def _dp_rank(req: falcon.Request) -> int | None:

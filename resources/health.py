@@ -53,3 +53,15 @@ class LoadResource:
         client = self._state.client
         resp.content_type = falcon.MEDIA_JSON
         resp.data = jsonio.dumps({"server_load": client.in_flight if client else 0})
+
+
+class MetricsResource:
+    """Prometheus exposition of this worker's registry (vLLM's metric family names)."""
+
+    def __init__(self, state: WorkerState) -> None:
+        self._state = state
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        metrics = self._state.metrics
+        resp.content_type = metrics.content_type
+        resp.data = metrics.exposition()

@@ -9,6 +9,7 @@ import secrets
 import falcon
 
 import jsonio
+from resources.admin import lora_registry
 from runtime.state import WorkerState
 
 
@@ -20,13 +21,17 @@ class ModelsResource:
         state = self._state
         state.client.check_available()
         created = int(state.started_at)
+        cards = [(name, state.config.model, None) for name in state.config.model_names]
+        if state.config.allow_runtime_lora_updating:
+            base = state.config.model_names[0]
+            cards += [(a["id"], a["root"], base) for a in lora_registry(state.config).models()]
         data = [{
             "id": name,
             "object": "model",
             "created": created,
             "owned_by": "vllm",
-            "root": state.config.model,
-            "parent": None,
+            "root": root,
+            "parent": parent,
             "max_model_len": state.client.max_model_len,
             "permission": [{
                 "id": f"modelperm-{secrets.token_hex(8)}",
@@ -42,6 +47,6 @@ class ModelsResource:
                 "group": None,
                 "is_blocking": False,
             }],
-        } for name in state.config.model_names]
+        } for name, root, parent in cards]
         resp.content_type = falcon.MEDIA_JSON
         resp.data = jsonio.dumps({"object": "list", "data": data})

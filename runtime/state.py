@@ -19,6 +19,7 @@ import gevent
 from config import Config
 from engine.client import EngineClient
 from engine.transport import endpoint_for_fd
+from runtime.metrics import Metrics
 from runtime.request_pool import get_pool, shutdown_pool
 
 log = logging.getLogger("greenfront.state")
@@ -36,6 +37,7 @@ class WorkerState:
         self.client: EngineClient | None = None
         self._context = None
         self.started_at: float = 0.0
+        self.metrics = Metrics(config.model_names[0])
 
     # -- lifecycle --------------------------------------------------------------------------
     def ensure_started(self) -> None:
@@ -82,7 +84,8 @@ class WorkerState:
             engine_count=cfg.engine_count, data_parallel_size=cfg.data_parallel_size,
             coordinator_address=cfg.coordinator_address,
             io_threads=cfg.zmq_threads, max_model_len_cap=cfg.max_model_len,
-            registration_dir=cfg.run_dir, on_dead=self._on_engine_dead)
+            registration_dir=cfg.run_dir, on_dead=self._on_engine_dead,
+            on_stats=self.metrics.observe_stats)
 
     def _watch_registration(self) -> None:
         """HTTP hub: halt the server when the engines do not register in time (as vLLM does)."""

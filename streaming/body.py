@@ -21,11 +21,13 @@ log = logging.getLogger("greenfront.body")
 class _Pump:
     """Moves outputs from the generation's streams into the request state."""
 
-    def __init__(self, generation: Generation, state: Any, cancel: Any) -> None:
+    def __init__(self, generation: Generation, state: Any, cancel: Any,
+                 on_finished: Callable[[Any], None] | None = None) -> None:
         self.generation = generation
         self.state = state
         self.cancel = cancel
         self.error: ApiError | None = None
+        self._on_finished = on_finished
 
     def step(self, on_delta: Callable[[int, Any], None]) -> bool:
         """Wait for outputs, apply them; False once there is nothing more to wait for."""
@@ -51,6 +53,9 @@ class _Pump:
             self.error = error
             generation.abort()
             return False
+        if self._on_finished is not None and self.state.all_finished:
+            on_finished, self._on_finished = self._on_finished, None
+            on_finished(self.state)
         return True
 
 
@@ -58,8 +63,9 @@ class StreamingBody:
     """``text/event-stream`` body: chunks as outputs arrive, then usage and ``[DONE]``."""
 
     def __init__(self, generation: Generation, state: Any, renderer: Any, cancel: Any,
-                 error_event: Callable[[ApiError], bytes]) -> None:
-        self._pump = _Pump(generation, state, cancel)
+                 error_event: Callable[[ApiError], bytes],
+                 on_finished: Callable[[Any], None] | None = None) -> None:
+        self._pump = _Pump(generation, state, cancel, on_finished)
         self._renderer = renderer
         self._error_event = error_event
 
@@ -93,11 +99,12 @@ class StreamingBody:
 class DeferredBody:
     """A non-streamed generation: ``resolve`` waits for every choice, then renders one body."""
 
-    def __init__(self, generation: Generation, state: Any,
-                 render: Callable[[Any], bytes]) -> None:
+    def __init__(self, generation: Generation, state: Any, render: Callable[[Any], bytes],
+                 on_finished: Callable[[Any], None] | None = None) -> None:
         self._generation = generation
         self._state = state
         self._render = render
+        self._on_finished = on_finished
 
     def resolve(self, cancel: Any) -> tuple[str, list[tuple[str, str]], bytes]:
         """HTTP hub: status, headers and body once the generation is over (or failed)."""
@@ -107,7 +114,7 @@ class DeferredBody:
             generation.abort()
             generation.waker.wake()
         cancel.on_cancel(on_cancel)
-        pump = _Pump(generation, self._state, cancel)
+        pump = _Pump(generation, self._state, cancel, self._on_finished)
         try:
             while not self._state.all_finished and pump.step(_ignore):
                 pass

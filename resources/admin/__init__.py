@@ -22,7 +22,7 @@ from resources.admin import dev, lora
 from resources.admin.lora import LoraAdapter, LoraRegistry, lora_registry
 from runtime.state import WorkerState
 
-__all__ = ["register_admin_routes", "lora_registry", "LoraRegistry", "LoraAdapter"]
+__all__ = ["LoraAdapter", "LoraRegistry", "lora_registry", "register_admin_routes"]
 
 log = logging.getLogger("greenfront.admin")
 

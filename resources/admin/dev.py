@@ -4,24 +4,34 @@ Each route maps to engine UTILITY calls (protocol §3.5) as vLLM 0.32's Python f
 (``vllm/entrypoints/serve/dev/*`` and ``vllm/entrypoints/rl/online``); bodies and status codes are
 that frontend's.
 
-| route | utility (args) | fan-out | answer |
-|---|---|---|---|
-| POST /reset_prefix_cache?reset_running_requests=&reset_external= | reset_prefix_cache [a, b] | all, AND | ``{"success": bool}`` |
-| POST /reset_mm_cache, /reset_encoder_cache | reset_mm_cache / reset_encoder_cache [] | all | 200, empty |
-| POST /sleep?level=1&mode=abort | sleep [level, mode] | all | ``{"status": "sleeping", "level": n}`` |
-| POST /release_kv_cache_memory | release_kv_cache_memory [] | all | ``{"status": "kv_cache_released"}`` |
-| POST /wake_up?tags=a&tags=b | wake_up [tags or nil] | all, AND | ``{"status": "awake"/"sleeping", "tags": [..]/null}`` |
-| GET /is_sleeping | is_sleeping [] | all, must agree | ``{"is_sleeping": bool}`` |
-| POST /pause?mode=abort&clear_cache=true | pause_scheduler [mode, clear_cache] | all | ``{"status": "paused"}`` |
-| POST /resume | resume_scheduler [] | all | ``{"status": "resumed"}`` |
-| GET /is_paused | is_scheduler_paused [] | all, must agree | ``{"is_paused": bool}`` |
-| POST /collective_rpc {method, timeout, args, kwargs} | collective_rpc [method, timeout, args, kwargs] | all, rank 0's result | ``{"results": [...]}`` (200 empty for nil) |
-| POST /start_weight_update, /start_draft_weight_update | collective_rpc [name, nil, [], nil] | all | ``{"message": ...}`` |
-| POST /finish_weight_update {weight_version?} | collective_rpc + set_weight_version | all | ``{"message": ...}`` |
-| POST /update_weight_version {new_version} | set_weight_version [v] | all | ``{"success": true, "new_version": v}`` |
-| GET /weight_info | get_weight_version [] | all, must agree | ``{"weight_version": v}`` |
-| GET /get_world_size?include_dp=true | — (registration) | — | ``{"world_size": n}`` |
-| GET /server_info?config_format=text | — (Config, registrations) | — | ``{"vllm_config", "vllm_env", "system_env", "engines"}`` |
+Route → utility (args) → fan-out → answer:
+- POST /reset_prefix_cache?reset_running_requests=false&reset_external=false →
+  reset_prefix_cache [a, b] → all ranks, AND → ``{"success": bool}``
+- POST /reset_mm_cache, /reset_encoder_cache → the same-named utility [] → all → 200, no body
+- POST /sleep?level=1&mode=abort → sleep [level, mode] → all →
+  ``{"status": "sleeping", "level": n}``
+- POST /release_kv_cache_memory → release_kv_cache_memory [] → all →
+  ``{"status": "kv_cache_released"}``
+- POST /wake_up?tags=a&tags=b → wake_up [tags or nil] → all, AND →
+  ``{"status": "awake" | "sleeping", "tags": [...] | null}``
+- GET /is_sleeping → is_sleeping [] → all, must agree → ``{"is_sleeping": bool}``
+- POST /pause?mode=abort&clear_cache=true → pause_scheduler [mode, clear_cache] → all →
+  ``{"status": "paused"}``
+- POST /resume → resume_scheduler [] → all → ``{"status": "resumed"}``
+- GET /is_paused → is_scheduler_paused [] → all, must agree → ``{"is_paused": bool}``
+- POST /collective_rpc ``{method, timeout?, args?, kwargs?}`` →
+  collective_rpc [method, timeout, args, kwargs] → all, rank 0's result →
+  ``{"results": [...]}`` (200, no body, for a nil result)
+- POST /start_weight_update, /start_draft_weight_update → collective_rpc [name, nil, [], nil]
+  → all → ``{"message": "... started"}``
+- POST /finish_weight_update ``{weight_version?}`` → collective_rpc, then set_weight_version
+  → all → ``{"message": "Weight update finished"}``
+- POST /update_weight_version ``{new_version}`` → set_weight_version [v] → all →
+  ``{"success": true, "new_version": v}``
+- GET /weight_info → get_weight_version [] → all, must agree → ``{"weight_version": v}``
+- GET /get_world_size?include_dp=true → (rank 0's registration) → ``{"world_size": n}``
+- GET /server_info?config_format=text|json → (Config, registrations) →
+  ``{"vllm_config", "vllm_env", "system_env", "engines"}``, secrets redacted
 
 Choices:
 - Fan-out: vLLM's multi-engine client sends every utility to every engine (queries too, then
@@ -50,10 +60,25 @@ import msgspec
 import jsonio
 from config import Config
 from errors import ApiError, RequestValidationError
-from resources.admin.engines import (NO_TIMEOUT, Query, call_all, consensus, engine_client,
-                                     reply_empty, reply_json)
-from resources.common.fields import (MISSING, parse_fields, require_object, v_bool, v_int,
-                                     v_literal, v_nullable, v_str)
+from resources.admin.engines import (
+    NO_TIMEOUT,
+    Query,
+    call_all,
+    consensus,
+    engine_client,
+    reply_empty,
+    reply_json,
+)
+from resources.common.fields import (
+    MISSING,
+    parse_fields,
+    require_object,
+    v_bool,
+    v_int,
+    v_literal,
+    v_nullable,
+    v_str,
+)
 from resources.health import VERSION
 from runtime.state import WorkerState
 
@@ -250,7 +275,7 @@ class WeightInfoResource(_Resource):
         reply_json(resp, {"weight_version": consensus(self._client(), "get_weight_version")})
 
 
-# -- server information -----------------------------------------------------------------------------
+# -- server information ----------------------------------------------------------------------
 class WorldSizeResource(_Resource):
     """TP x PP of one engine (its registration's ``world_size``), times the DP size by default."""
 

@@ -36,8 +36,9 @@ import fcntl
 import functools
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import falcon
 
@@ -45,8 +46,15 @@ import jsonio
 from config import Config
 from errors import InvalidRequest, NotFound, ServerError
 from resources.admin.engines import NO_TIMEOUT, call_each, engine_client
-from resources.common.fields import (MISSING, parse_fields, require_object, v_bool, v_int,
-                                     v_nullable, v_str)
+from resources.common.fields import (
+    MISSING,
+    parse_fields,
+    require_object,
+    v_bool,
+    v_int,
+    v_nullable,
+    v_str,
+)
 from resources.request_body import read_json
 from runtime.state import WorkerState
 
@@ -85,7 +93,7 @@ class LoraAdapter:
                 self.is_3d_lora_weight]
 
     @classmethod
-    def from_entry(cls, name: str, entry: dict) -> "LoraAdapter":
+    def from_entry(cls, name: str, entry: dict) -> LoraAdapter:
         return cls(name, entry["id"], entry["path"], entry.get("load_inplace", False),
                    entry.get("is_3d_lora_weight", False))
 
@@ -105,7 +113,7 @@ class LoraRegistry:
         self._path = os.path.join(run_dir, "loras.json") if run_dir else ""
         self._memory: dict[str, Any] = {"next_id": 1, "adapters": {}}
 
-    # -- reading (any module) -----------------------------------------------------------------
+    # -- reading (any module) ----------------------------------------------------------------------
     def adapters(self) -> list[LoraAdapter]:
         """Loaded adapters, in id order."""
         entries = self._read()["adapters"]
@@ -122,7 +130,7 @@ class LoraRegistry:
         entry = self._read()["adapters"].get(name)
         return LoraAdapter.from_entry(name, entry) if entry and entry.get("loaded") else None
 
-    # -- load / unload (this module) --------------------------------------------------------------
+    # -- load / unload (this module) ---------------------------------------------------------------
     def begin_load(self, name: str, path: str, load_inplace: bool,
                    is_3d: bool) -> tuple[LoraAdapter, dict | None]:
         """Claim ``name`` and pick its id; returns the adapter and the entry it replaces."""
@@ -179,7 +187,7 @@ class LoraRegistry:
             elif adapter.name in state["adapters"]:
                 state["adapters"][adapter.name]["busy"] = None
 
-    # -- storage ------------------------------------------------------------------------------------
+    # -- storage -----------------------------------------------------------------------------------
     def _read(self) -> dict[str, Any]:
         if not self._path:
             return self._memory
@@ -234,7 +242,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _registry(run_dir: str) -> LoraRegistry:
     return LoraRegistry(run_dir)
 
@@ -244,7 +252,7 @@ def lora_registry(config: Config) -> LoraRegistry:
     return _registry(config.run_dir)
 
 
-# -- checks -----------------------------------------------------------------------------------------
+# -- checks -------------------------------------------------------------------------------------
 def _is_local(path: str) -> bool:
     """A filesystem path rather than a Hugging Face repo id (which the engine downloads)."""
     return (os.path.isabs(path) or path.startswith((".", "~")) or os.path.exists(path))
@@ -274,7 +282,7 @@ def _check_lora_support(client: Any) -> None:
             f"(supports_lora=false on engine rank {disabled[0]}); start vLLM with --enable-lora.")
 
 
-# -- resources ----------------------------------------------------------------------------------------
+# -- resources ----------------------------------------------------------------------------------
 class LoadLoraAdapterResource:
     def __init__(self, state: WorkerState, registry: LoraRegistry) -> None:
         self._state = state

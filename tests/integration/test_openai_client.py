@@ -96,3 +96,12 @@ def test_chat_ends_on_eos(client):
         max_tokens=50, temperature=0, extra_body={"vllm_xargs": {"sim_eos_after": 3}})
     assert out.choices[0].finish_reason == "stop"
     assert out.usage.completion_tokens == 3
+
+
+def test_metrics_count_requests_and_show_engine_stats(client, server):
+    import requests
+    client.completions.create(model="tiny", prompt="Hello world", max_tokens=2, temperature=0)
+    text = requests.get(server.url + "/metrics", timeout=10).text
+    assert 'vllm:request_success_total{finished_reason="length",model_name="tiny"}' in text
+    assert 'vllm:num_requests_running{engine="0",model_name="tiny"}' in text
+    assert "vllm:generation_tokens_total" in text

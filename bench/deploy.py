@@ -1,0 +1,310 @@
+"""Servers under test: greenfront deployments, vLLM's frontends, any running target; CPU accounting.
+
+Owns ``Endpoint`` (what a scenario talks to: URLs, model name, and which processes are the
+frontend and which the engine, for CPU accounting), ``GreenfrontDeployment`` (gunicorn + the
+built-in simulator with one configuration), ``VllmPeer`` (vLLM's Python or Rust frontend from
+``../shared/vllm-peers`` started against a fresh simulator) and ``external_endpoint``.
+
+Pinning (``os.sched_setaffinity``, what ``taskset -c`` does): the frontend gets ``server_cpus``
+(both cores by default: the offload pool exists to use them), the simulator ``client_cpus`` with
+the load generator and the prober (core 1 by default), as in the seeds' experiment
+(gevent-physics.md §4: load generator, prober and engine on one core).
+
+Runs on: the benchmark orchestrator process.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Callable
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_MODEL_DIR = os.path.join(ROOT, "models", "tekken-tiny")
+PEER_SCRIPTS = os.path.join(os.path.dirname(ROOT), "shared", "vllm-peers")
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def parse_cpus(spec: str) -> set[int]:
+    """``"0-1"`` / ``"1"`` / ``"0,2-3"`` -> a CPU set (``taskset -c`` syntax)."""
+    cpus: set[int] = set()
+    for part in spec.split(","):
+        lo, _, hi = part.strip().partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+# -- /proc ---------------------------------------------------------------------------------------
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            kids.setdefault(ppid, []).append(int(entry))
+    return kids
+
+
+def tree(pid: int, exclude: set[int] = frozenset()) -> list[int]:
+    """``pid`` and its descendants, minus ``exclude`` and their descendants."""
+    kids = _children()
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        if p in exclude:
+            continue
+        out.append(p)
+        todo.extend(kids.get(p, ()))
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """utime + stime of each live pid (threads included), from /proc/<pid>/stat."""
+    out = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            out[pid] = (int(fields[11]) + int(fields[12])) / _CLK_TCK
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def cpu_delta(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds spent between two snapshots (processes born in between count whole)."""
+    return sum(v - before.get(pid, 0.0) for pid, v in after.items())
+
+
+# -- endpoints -----------------------------------------------------------------------------------
+
+@dataclass
+class Endpoint:
+    """What a scenario runs against."""
+
+    label: str
+    url: str
+    health_url: str
+    model: str = "tiny"
+    server_pids: Callable[[], list[int]] = lambda: []
+    engine_pids: Callable[[], list[int]] = lambda: []
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def host_port(self) -> tuple[str, int]:
+        rest = self.url.split("://", 1)[-1].split("/", 1)[0]
+        host, _, port = rest.partition(":")
+        return host, int(port or 80)
+
+
+def _get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (loopback only)
+        return resp.status, resp.read()
+
+
+def wait_healthy(url: str, proc: subprocess.Popen | None, timeout: float, log: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}; log: {log}")
+        try:
+            if _get(url)[0] == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} not healthy after {timeout:.0f} s; log: {log}")
+
+
+def first_model(url: str) -> str:
+    """The first served model name of an OpenAI-compatible server."""
+    import json
+    return json.loads(_get(url.rstrip("/") + "/v1/models")[1])["data"][0]["id"]
+
+
+def external_endpoint(label: str, url: str, health_url: str | None, pid: int | None) -> Endpoint:
+    """A server someone else started; with ``pid`` its process tree's CPU is reported."""
+    health = health_url or url.rstrip("/") + "/health"
+    wait_healthy(health, None, 10.0)
+    return Endpoint(label, url.rstrip("/"), health, first_model(url),
+                    server_pids=(lambda: tree(pid)) if pid else (lambda: []),
+                    settings={"kind": "external", "pid": pid})
+
+
+def _stop_group(proc: subprocess.Popen | None, grace: float = 10.0) -> None:
+    if proc is None:
+        return
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # anything left in the group
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _pinned(cpus: set[int]) -> Callable[[], None]:
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
+class GreenfrontDeployment:
+    """gunicorn + simulator with one configuration; a context manager that always stops it."""
+
+    def __init__(self, label: str, *, workers: int = 1, offload: bool = True,
+                 backend: str = "fastokens", sim_args: str = "", server_cpus: set[int],
+                 client_cpus: set[int], log_dir: str, model_dir: str = DEFAULT_MODEL_DIR,
+                 extra_env: dict[str, str] | None = None) -> None:
+        self.label = label
+        self.port = free_port()
+        self.workers = workers
+        self.server_cpus, self.client_cpus = server_cpus, client_cpus
+        self.run_dir = tempfile.mkdtemp(prefix="greenfront-bench-")
+        self.log_path = os.path.join(log_dir, f"{label}.log")
+        self.settings = {"kind": "greenfront", "workers": workers, "offload": offload,
+                         "backend": backend, "sim_args": sim_args}
+        self.env = dict(os.environ)
+        self.env.update({
+            "GREENFRONT_MODEL": model_dir,
+            "GREENFRONT_SERVED_MODEL_NAME": "tiny",
+            "GREENFRONT_BIND": f"127.0.0.1:{self.port}",
+            "GREENFRONT_WORKERS": str(workers),
+            "GREENFRONT_RUN_DIR": self.run_dir,
+            "GREENFRONT_SIM_ARGS": sim_args,
+            "GREENFRONT_OFFLOAD": "1" if offload else "0",
+            "GREENFRONT_TOKENIZER_BACKEND": backend,
+            "GREENFRONT_LOG_LEVEL": "warning",
+        })
+        self.env.update(extra_env or {})
+        self.proc: subprocess.Popen | None = None
+        self._log = None
+
+    def __enter__(self) -> Endpoint:
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "app:api"],
+            cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
+            start_new_session=True, preexec_fn=_pinned(self.server_cpus))
+        url = f"http://127.0.0.1:{self.port}"
+        try:
+            wait_healthy(url + "/health", self.proc, 60.0, self.log_path)
+            self._wait_workers()
+            for pid in self.engine_pids():
+                os.sched_setaffinity(pid, self.client_cpus)
+        except BaseException:
+            self.__exit__()
+            raise
+        return Endpoint(self.label, url, url + "/health", "tiny", self.server_pids,
+                        self.engine_pids, self.settings)
+
+    def _wait_workers(self) -> None:
+        # /health answers as soon as one worker is up; the others must be too before measuring.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            workers = [p for p in tree(self.proc.pid)[1:] if "gunicorn" in cmdline(p)]
+            if len(workers) >= self.workers:
+                time.sleep(1.0)  # each worker registers with the engine after it forks
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.workers} workers did not start; log: {self.log_path}")
+
+    def engine_pids(self) -> list[int]:
+        assert self.proc is not None
+        return [p for p in tree(self.proc.pid) if "engine.sim" in cmdline(p)]
+
+    def server_pids(self) -> list[int]:
+        """The gunicorn master, its workers and the handshake helper (not the simulator)."""
+        assert self.proc is not None
+        return tree(self.proc.pid, exclude=set(self.engine_pids()))
+
+    def __exit__(self, *exc: object) -> None:
+        _stop_group(self.proc)
+        self.proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class VllmPeer:
+    """vLLM's Python or Rust frontend (``run-*-frontend-external.sh``) on a fresh simulator."""
+
+    def __init__(self, kind: str, *, sim_args: str, server_cpus: set[int],
+                 client_cpus: set[int], log_dir: str, peers: str = "/tmp/peers",
+                 max_model_len: int = 131072) -> None:
+        if kind not in ("python", "rust"):
+            raise ValueError("kind must be python or rust")
+        self.kind = kind
+        self.label = f"vllm-{kind}"
+        self.port, self.rpc_port = free_port(), free_port()
+        self.sim_args = sim_args
+        self.server_cpus, self.client_cpus = server_cpus, client_cpus
+        self.log_dir = log_dir
+        script = os.path.join(PEER_SCRIPTS, f"run-{kind}-frontend-external.sh")
+        if not os.path.exists(script) or not os.path.isdir(peers):
+            raise RuntimeError(f"vLLM peers not installed ({script}, {peers})")
+        self.script = script
+        # The tiny model says 4096 positions; the frontend only needs to accept long prompts.
+        self.env = dict(os.environ, PEERS=peers, MAX_MODEL_LEN=str(max_model_len),
+                        VLLM_ALLOW_LONG_MAX_MODEL_LEN="1", MAX_NUM_SEQS="4096")
+        self.frontend: subprocess.Popen | None = None
+        self.engine: subprocess.Popen | None = None
+
+    def __enter__(self) -> Endpoint:
+        log = os.path.join(self.log_dir, f"{self.label}.log")
+        self.frontend = subprocess.Popen(
+            ["bash", self.script, str(self.port), str(self.rpc_port)], env=self.env,
+            stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=_pinned(self.server_cpus))
+        try:
+            time.sleep(3)  # let the frontend bind its handshake socket first (tidier logs)
+            self.engine = subprocess.Popen(
+                [sys.executable, "-m", "engine.sim", "--handshake",
+                 f"tcp://127.0.0.1:{self.rpc_port}", *shlex.split(self.sim_args)],
+                cwd=ROOT, stdout=open(os.path.join(self.log_dir, f"{self.label}-sim.log"), "wb"),
+                stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=_pinned(self.client_cpus))
+            url = f"http://127.0.0.1:{self.port}"
+            wait_healthy(url + "/health", self.frontend, 300.0, log)
+        except BaseException:
+            self.__exit__()
+            raise
+        frontend_pid, engine_pid = self.frontend.pid, self.engine.pid
+        return Endpoint(self.label, url, url + "/health", "tiny",
+                        lambda: tree(frontend_pid), lambda: tree(engine_pid),
+                        {"kind": self.label, "sim_args": self.sim_args})
+
+    def __exit__(self, *exc: object) -> None:
+        _stop_group(self.frontend, grace=20.0)
+        _stop_group(self.engine)
+        self.frontend = self.engine = None

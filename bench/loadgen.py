@@ -1,0 +1,308 @@
+"""The load generator: ``python -m bench.loadgen CONFIG.json OUT.json`` (its own process).
+
+Owns the two load shapes of the benchmark, both closed-loop over keep-alive connections:
+
+* ``long``: C connections, each sends a distinct ~300k-character prompt (``bench.textgen``) to
+  ``/v1/completions`` (a few output tokens) or ``/tokenize`` and sends the next one as soon as
+  the answer arrives. Records, per request finished inside the window: latency, status, prompt
+  tokens (from ``usage.prompt_tokens`` or ``count``).
+* ``stream``: N connections (opened over ``ramp_s``), each streaming a short prompt with
+  ``max_tokens`` drawn from [min, max] and ``ignore_eos``; records time to first token,
+  the gap between successive token events, tokens per event (from the final usage chunk) and
+  the events that arrived inside the window.
+
+The window ``[t0, t1]`` (monotonic clock, shared by every process on the machine) is set by the
+orchestrator, which reads the server's CPU at the same instants.
+
+Runs on: its own process, one thread, a ``bench.client.Loop``; pinned by the orchestrator.
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+import resource
+import sys
+from array import array
+from time import monotonic
+from typing import Any
+
+from bench.client import Connection, Exchange, Loop
+from bench.stats import percentiles
+from bench.textgen import PromptSource, short_prompt
+
+_PROMPT_TOKENS = re.compile(rb'"(?:prompt_tokens|count)":\s*(\d+)')
+_COMPLETION_TOKENS = re.compile(rb'"completion_tokens":\s*(\d+)')
+_KEEP_BODY = 1 << 16
+
+
+def _request(host: str, port: int, path: str, body: bytes) -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+            f"Accept: */*\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+class _Load:
+    """Shared state of one run: the loop, the window, the records."""
+
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        self.cfg = cfg
+        self.loop = Loop()
+        self.host, self.port = cfg["host"], cfg["port"]
+        self.t0, self.t1 = cfg["t0"], cfg["t1"]
+        self.errors: dict[str, int] = {}
+        self.errors_in_window = 0
+        self.sent = 0
+
+    def error(self, reason: str, t: float) -> None:
+        self.errors[reason] = self.errors.get(reason, 0) + 1
+        if self.t0 <= t <= self.t1:
+            self.errors_in_window += 1
+
+    def connect(self) -> Connection | None:
+        try:
+            return Connection(self.loop, self.host, self.port)
+        except OSError as exc:
+            self.error(f"connect: {exc.strerror or exc}", monotonic())
+            return None
+
+
+# -- long prompts ---------------------------------------------------------------------------------
+
+class _LongExchange(Exchange):
+    __slots__ = ("run", "conn", "t_send", "status", "head", "tail", "size")
+
+    def __init__(self, run: "_LongRun", conn: Connection, t_send: float) -> None:
+        self.run, self.conn, self.t_send = run, conn, t_send
+        self.status = 0
+        self.head = b""
+        self.tail = b""
+        self.size = 0
+
+    def on_head(self, status: int, t: float) -> None:
+        self.status = status
+
+    def on_body(self, data: bytes, t: float) -> None:
+        # Keep small bodies whole, big ones (/tokenize: ~500 kB of ids) only at both ends.
+        self.size += len(data)
+        if len(self.head) < _KEEP_BODY:
+            self.head += data
+        else:
+            self.tail = (self.tail + data)[-512:]
+
+    def on_done(self, t: float) -> None:
+        self.run.finished(self, t)
+
+    def on_error(self, reason: str, t: float) -> None:
+        self.run.failed(self, reason, t)
+
+
+class _LongRun(_Load):
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        super().__init__(cfg)
+        self.prompts = PromptSource(cfg["seed"])
+        self.index = cfg.get("first_index", 0)
+        self.records: list[tuple[float, float, int, int]] = []  # (t_done, latency, status, tokens)
+
+    def body(self) -> bytes:
+        cfg = self.cfg
+        self.index += 1
+        prompt = self.prompts.json_bytes(self.index, cfg["chars"])
+        model = json.dumps(cfg["model"]).encode()
+        if cfg["endpoint"] == "tokenize":
+            return b'{"model":' + model + b',"prompt":' + prompt + b"}"
+        return (b'{"model":' + model + b',"prompt":' + prompt + b',"max_tokens":'
+                + str(cfg["max_tokens"]).encode() + b',"temperature":0,"ignore_eos":true}')
+
+    def start(self, conn: Connection | None, now: float) -> None:
+        if now >= self.t1:
+            if conn is not None:
+                conn.close()
+            return
+        if conn is None or conn.closed:
+            conn = self.connect()
+            if conn is None:
+                self.loop.call_at(now + 0.05, lambda t: self.start(None, t))
+                return
+        path = "/tokenize" if self.cfg["endpoint"] == "tokenize" else "/v1/completions"
+        raw = _request(self.host, self.port, path, self.body())
+        self.sent += 1
+        conn.send(raw, _LongExchange(self, conn, monotonic()))
+
+    def finished(self, ex: _LongExchange, t: float) -> None:
+        if ex.status != 200:
+            self.error(f"HTTP {ex.status}: {ex.head[:200].decode(errors='replace')}", t)
+        elif self.t0 <= t <= self.t1:
+            found = _PROMPT_TOKENS.search(ex.head + ex.tail)
+            self.records.append((t, t - ex.t_send, ex.status, int(found.group(1)) if found else 0))
+        self.start(ex.conn, t)
+
+    def failed(self, ex: _LongExchange, reason: str, t: float) -> None:
+        self.error(reason, t)
+        self.loop.call_at(t + 0.01, lambda now: self.start(None, now))
+
+    def run(self) -> dict[str, Any]:
+        for _ in range(self.cfg["concurrency"]):
+            self.loop.call_at(self.cfg["t_begin"], lambda t: self.start(None, t))
+        self.loop.run(self.t1 + 0.05)
+        self.loop.close()
+        window = self.t1 - self.t0
+        ok = self.records
+        lat = sorted(r[1] * 1000 for r in ok)
+        tokens = sum(r[3] for r in ok)
+        return {
+            "mode": "long", "window_s": window, "sent": self.sent,
+            "completed": len(ok), "req_per_s": len(ok) / window,
+            "prompt_tokens_per_s": tokens / window,
+            "prompt_tokens_mean": tokens / len(ok) if ok else 0,
+            "latency_ms": percentiles(lat),
+            "errors": self.errors_in_window, "error_kinds": self.errors,
+        }
+
+
+# -- short streams --------------------------------------------------------------------------------
+
+class _StreamExchange(Exchange):
+    __slots__ = ("run", "conn", "t_send", "status", "carry", "first", "last", "events",
+                 "tokens", "err_body")
+
+    def __init__(self, run: "_StreamRun", conn: Connection, t_send: float) -> None:
+        self.run, self.conn, self.t_send = run, conn, t_send
+        self.status = 0
+        self.carry = b""
+        self.first = 0.0
+        self.last = 0.0
+        self.events = 0
+        self.tokens = 0
+        self.err_body = b""
+
+    def on_head(self, status: int, t: float) -> None:
+        self.status = status
+
+    def on_body(self, data: bytes, t: float) -> None:
+        if self.status != 200:
+            self.err_body = (self.err_body + data)[:300]
+            return
+        buf = self.carry + data if self.carry else data
+        n = buf.count(b"\n\n")
+        if not n:
+            self.carry = buf
+            return
+        end = buf.rfind(b"\n\n")
+        done = buf[:end]
+        self.carry = buf[end + 2:]
+        # Token events are the ones with choices; the usage chunk and [DONE] are not.
+        content = n - done.count(b'"choices":[]') - done.count(b"data: [DONE]")
+        if b'"completion_tokens"' in done:
+            found = _COMPLETION_TOKENS.findall(done)
+            self.tokens = int(found[-1])
+        if content <= 0:
+            return
+        run = self.run
+        if not self.events:
+            self.first = t
+            if run.t0 <= self.t_send <= run.t1:
+                run.ttft.append((t - self.t_send) * 1000)
+        elif run.t0 <= t <= run.t1:
+            gaps = run.gaps
+            gaps.append((t - self.last) * 1000)
+            for _ in range(content - 1):
+                gaps.append(0.0)
+        if run.t0 <= t <= run.t1:
+            run.events_in_window += content
+        self.events += content
+        self.last = t
+
+    def on_done(self, t: float) -> None:
+        self.run.finished(self, t)
+
+    def on_error(self, reason: str, t: float) -> None:
+        self.run.failed(reason, t)
+
+
+class _StreamRun(_Load):
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        super().__init__(cfg)
+        self.rng = random.Random(cfg["seed"])
+        self.index = 0
+        self.ttft: list[float] = []
+        self.gaps = array("f")
+        self.events_in_window = 0
+        self.stream_itl: list[float] = []  # per finished stream: mean gap between token events
+        self.tokens_done = 0
+        self.events_done = 0
+        self.completed = 0
+
+    def start(self, conn: Connection | None, now: float) -> None:
+        if now >= self.t1:
+            if conn is not None:
+                conn.close()
+            return
+        if conn is None or conn.closed:
+            conn = self.connect()
+            if conn is None:
+                self.loop.call_at(now + 0.05, lambda t: self.start(None, t))
+                return
+        cfg = self.cfg
+        self.index += 1
+        body = json.dumps({
+            "model": cfg["model"], "prompt": short_prompt(self.index, cfg["seed"]),
+            "max_tokens": self.rng.randint(cfg["min_tokens"], cfg["max_tokens"]),
+            "temperature": 0, "ignore_eos": True, "stream": True,
+            "stream_options": {"include_usage": True}}).encode()
+        self.sent += 1
+        conn.send(_request(self.host, self.port, "/v1/completions", body),
+                  _StreamExchange(self, conn, monotonic()))
+
+    def finished(self, ex: _StreamExchange, t: float) -> None:
+        if ex.status != 200:
+            self.error(f"HTTP {ex.status}: {ex.err_body.decode(errors='replace')}", t)
+        elif self.t0 <= t <= self.t1:
+            self.completed += 1
+            self.tokens_done += ex.tokens
+            self.events_done += ex.events
+            if ex.events > 1:
+                self.stream_itl.append((ex.last - ex.first) * 1000 / (ex.events - 1))
+        self.start(ex.conn, t)
+
+    def failed(self, reason: str, t: float) -> None:
+        self.error(reason, t)
+        self.loop.call_at(t + 0.01, lambda now: self.start(None, now))
+
+    def run(self) -> dict[str, Any]:
+        cfg = self.cfg
+        n = cfg["concurrency"]
+        for i in range(n):
+            self.loop.call_at(cfg["t_begin"] + cfg["ramp_s"] * i / n,
+                              lambda t: self.start(None, t))
+        self.loop.run(self.t1 + 0.05)
+        self.loop.close()
+        window = self.t1 - self.t0
+        per_event = self.tokens_done / self.events_done if self.events_done else 1.0
+        return {
+            "mode": "stream", "window_s": window, "sent": self.sent,
+            "completed": self.completed, "streams": n,
+            "tokens_per_event": per_event,
+            "tokens_per_s": self.events_in_window * per_event / window,
+            "ttft_ms": percentiles(sorted(self.ttft)),
+            "itl_gap_ms": percentiles(sorted(self.gaps)),
+            "itl_stream_mean_ms": percentiles(sorted(self.stream_itl)),
+            "errors": self.errors_in_window, "error_kinds": self.errors,
+        }
+
+
+def main(argv: list[str]) -> int:
+    with open(argv[0]) as f:
+        cfg = json.load(f)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 1,000+ sockets
+    run = _LongRun(cfg) if cfg["mode"] == "long" else _StreamRun(cfg)
+    result = run.run()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    result["cpu_s_total"] = usage.ru_utime + usage.ru_stime
+    with open(argv[1], "w") as f:
+        json.dump(result, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,172 @@
+"""The scenarios and the phase runner: one phase = one scenario against one endpoint.
+
+Owns ``Timing`` (how long each phase warms up and measures: full, ``--quick``, ``--smoke``),
+``SimProfile`` (the simulator settings every engine of a run uses, so the streaming figures can
+subtract its configured latencies), and ``run_phase`` / ``run_limit``: spawn the load generator
+and the prober (pinned to the client cores), read every process's CPU at the window's edges,
+collect their JSON.
+
+Scenarios:
+  ``long``      ~300k-character distinct prompts to /v1/completions, 4 output tokens, closed loop
+  ``tokenize``  the same prompts to /tokenize (vLLM's Rust frontend's published figure is for it)
+  ``stream``    1,024 streams of short prompts, 64-256 tokens each, simulator at 50 ms TTFT and
+                20 ms inter-token latency (a realistic decode speed)
+  ``limit``     the tokenizer alone (``bench.tokenizer_limit``)
+All with ``/health`` probed at 200/s by a separate process.
+
+Runs on: the benchmark orchestrator process (subprocesses do the work).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from bench.deploy import DEFAULT_MODEL_DIR, ROOT, Endpoint, cpu_delta, cpu_seconds
+
+#: Seconds given to a fresh load-generator/prober process to import and build its prompts.
+SPAWN_S = 1.5
+
+
+@dataclass(frozen=True)
+class Timing:
+    long_warmup_s: float
+    long_s: float
+    stream_warmup_s: float
+    stream_s: float
+    limit_s: float
+    long_concurrency: int = 16
+    stream_concurrency: int = 1024
+    stream_ramp_s: float = 2.0
+    chars: int = 300_000
+    probe_rate: float = 200.0
+
+
+FULL = Timing(long_warmup_s=4, long_s=25, stream_warmup_s=4, stream_s=20, limit_s=8)
+QUICK = Timing(long_warmup_s=1.5, long_s=4, stream_warmup_s=3, stream_s=5, limit_s=2.5,
+               stream_ramp_s=1.0)
+SMOKE = Timing(long_warmup_s=0.5, long_s=1.5, stream_warmup_s=1.5, stream_s=1.5, limit_s=1.0,
+               long_concurrency=4, stream_concurrency=32, stream_ramp_s=0.3, chars=30_000,
+               probe_rate=100.0)
+
+
+@dataclass(frozen=True)
+class SimProfile:
+    """Engine simulator settings of a run (the streaming scenario's baseline latencies)."""
+
+    ttft_ms: float = 50.0
+    itl_ms: float = 20.0
+    max_model_len: int = 131072
+
+    @property
+    def args(self) -> str:
+        return (f"--max-model-len {self.max_model_len} --ttft-ms {self.ttft_ms:g} "
+                f"--itl-ms {self.itl_ms:g} --output-mode echo --max-num-seqs 4096 "
+                f"--num-gpu-blocks 1048576")
+
+    @property
+    def expected_ttft_ms(self) -> float:
+        # The simulator emits the first token at the first step after arrival + ttft, and steps
+        # every itl: on average half a step later than ttft.
+        return self.ttft_ms + self.itl_ms / 2
+
+
+def _spawn(module: str, cfg: dict[str, Any], workdir: str, name: str,
+           cpus: set[int]) -> tuple[subprocess.Popen, str]:
+    cfg_path = os.path.join(workdir, f"{name}.cfg.json")
+    out_path = os.path.join(workdir, f"{name}.out.json")
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f)
+    err = open(os.path.join(workdir, f"{name}.stderr"), "wb")
+    proc = subprocess.Popen([sys.executable, "-m", module, cfg_path, out_path], cwd=ROOT,
+                            stderr=err, start_new_session=True,
+                            preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+    err.close()
+    return proc, out_path
+
+
+def _collect(proc: subprocess.Popen, out_path: str, timeout: float) -> dict[str, Any]:
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"{out_path}: process did not finish in time") from None
+    if proc.returncode != 0:
+        with open(out_path.replace(".out.json", ".stderr"), errors="replace") as f:
+            raise RuntimeError(f"{out_path}: exit {proc.returncode}: {f.read()[-3000:]}")
+    with open(out_path) as f:
+        return json.load(f)
+
+
+def _sleep_until(t: float) -> None:
+    delay = t - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile,
+              client_cpus: set[int], workdir: str, seed: int = 0) -> dict[str, Any]:
+    """Load + /health probe against ``endpoint``; returns load, health and CPU figures."""
+    host, port = endpoint.host_port
+    stream = scenario == "stream"
+    warmup = timing.stream_warmup_s + timing.stream_ramp_s if stream else timing.long_warmup_s
+    duration = timing.stream_s if stream else timing.long_s
+    t_begin = time.monotonic() + SPAWN_S
+    t0 = t_begin + warmup
+    t1 = t0 + duration
+    base = {"host": host, "port": port, "model": endpoint.model, "seed": seed,
+            "t_begin": t_begin, "t0": t0, "t1": t1}
+    if stream:
+        load_cfg = dict(base, mode="stream", concurrency=timing.stream_concurrency,
+                        ramp_s=timing.stream_ramp_s, min_tokens=64, max_tokens=256)
+    else:
+        load_cfg = dict(base, mode="long", concurrency=timing.long_concurrency,
+                        chars=timing.chars, max_tokens=4,
+                        endpoint="tokenize" if scenario == "tokenize" else "completions")
+    probe_cfg = {"health_url": endpoint.health_url, "rate": timing.probe_rate,
+                 "t_begin": t_begin, "t0": t0, "t1": t1}
+    name = f"{endpoint.label}.{scenario}"
+    load, load_out = _spawn("bench.loadgen", load_cfg, workdir, name + ".load", client_cpus)
+    probe, probe_out = _spawn("bench.prober", probe_cfg, workdir, name + ".probe", client_cpus)
+    try:
+        groups = {"server": endpoint.server_pids, "engine": endpoint.engine_pids,
+                  "loadgen": lambda: [load.pid], "prober": lambda: [probe.pid]}
+        _sleep_until(t0)
+        before = {k: cpu_seconds(f()) for k, f in groups.items()}
+        _sleep_until(t1)
+        after = {k: cpu_seconds(f()) for k, f in groups.items()}
+        load_result = _collect(load, load_out, 30.0)
+        probe_result = _collect(probe, probe_out, 30.0)
+    finally:
+        for proc in (load, probe):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    cpu = {k: cpu_delta(before[k], after[k]) for k in groups}
+    cpu["window_s"] = duration
+    return {"endpoint": endpoint.label, "scenario": scenario, "settings": endpoint.settings,
+            "load": load_result, "health": probe_result, "cpu_s": cpu,
+            "timing": asdict(timing), "sim": asdict(sim) | {"args": sim.args}}
+
+
+def run_limit(backend: str, threads: int, timing: Timing, server_cpus: set[int],
+              workdir: str, seed: int = 0) -> dict[str, Any]:
+    """The tokenizer's throughput alone, pinned to the server's cores."""
+    cfg = {"model_dir": DEFAULT_MODEL_DIR, "backend": backend, "threads": threads,
+           "duration": timing.limit_s, "chars": timing.chars, "seed": seed,
+           "prompts": 40 if timing is SMOKE else 300}
+    proc, out = _spawn("bench.tokenizer_limit", cfg, workdir, f"limit.{backend}.{threads}",
+                       server_cpus)
+    try:
+        result = _collect(proc, out, timing.limit_s + 120.0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    result["cpus"] = sorted(server_cpus)
+    return result

@@ -1,0 +1,21 @@
+"""Percentile summaries shared by the load generator, the prober and the report.
+
+Runs on: any benchmark process (pure functions).
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+#: The percentiles every latency summary carries (the report's columns pick from them).
+QUANTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99.9", 0.999))
+
+
+def percentiles(ordered: Sequence[float]) -> dict[str, float]:
+    """p50/p90/p99/p99.9/max/mean/count of already sorted values (nearest-rank; empty: zeros)."""
+    n = len(ordered)
+    if not n:
+        return {name: 0.0 for name, _ in QUANTILES} | {"max": 0.0, "mean": 0.0, "count": 0}
+    out = {name: float(ordered[min(n - 1, max(0, math.ceil(q * n) - 1))]) for name, q in QUANTILES}
+    out.update(max=float(ordered[-1]), mean=float(sum(ordered) / n), count=n)
+    return out

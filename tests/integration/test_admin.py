@@ -1,0 +1,218 @@
+"""Admin plumbing (resources/admin): dev-mode routes and runtime LoRA, against the simulator.
+
+Three deployments: the shared default one (gates off: every admin route is a 404), a dev-mode
+one with two engines (every call fans out to both ranks; LoRA allowed but the engines lack
+LoRA support), and a LoRA one with two workers (the adapter registry is shared between them).
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+
+import pytest
+import requests
+
+from tests.integration.harness import GreenfrontServer
+
+DEV_ROUTES = [("POST", "/sleep"), ("POST", "/wake_up"), ("GET", "/is_sleeping"),
+              ("POST", "/reset_prefix_cache"), ("POST", "/pause"), ("GET", "/is_paused"),
+              ("POST", "/collective_rpc"), ("GET", "/server_info"), ("GET", "/get_world_size")]
+LORA_ROUTES = [("POST", "/v1/load_lora_adapter"), ("POST", "/v1/unload_lora_adapter")]
+KEY = "admin-test-key"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+
+
+@pytest.fixture(scope="module")
+def dev_server(model_dir):
+    env = {"VLLM_SERVER_DEV_MODE": "1", "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1",
+           "GREENFRONT_ENGINE_COUNT": "2", "GREENFRONT_API_KEY": KEY}
+    with GreenfrontServer(model_dir, env=env,
+                          sim_args="--output-mode echo --itl-ms 2 --verbose") as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def lora_server(model_dir, tmp_path_factory):
+    allowed = tmp_path_factory.mktemp("loras")
+    env = {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1",
+           "VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES": f"/nonexistent-prefix,{allowed}"}
+    with GreenfrontServer(model_dir, env=env, workers=2,
+                          sim_args="--output-mode echo --enable-lora --verbose") as srv:
+        srv.allowed = str(allowed)
+        yield srv
+
+
+def _utility_calls(srv: GreenfrontServer, method: str) -> list[tuple[str, str]]:
+    """(rank, args) of each UTILITY ``method`` call the simulators logged."""
+    return re.findall(rf"engine\.sim rank=(\d) UTILITY {method}(\(.*?\)) call_id=", srv.log())
+
+
+def _eventually(predicate, timeout: float = 5.0) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_admin_routes_are_absent_unless_enabled(server, lora_server):
+    for method, path in DEV_ROUTES + LORA_ROUTES:
+        r = requests.request(method, server.url + path, json={}, timeout=10)
+        assert r.status_code == 404, (path, r.text)
+    # The LoRA gate alone does not open the dev routes.
+    for method, path in DEV_ROUTES:
+        assert requests.request(method, lora_server.url + path, timeout=10).status_code == 404
+
+
+def test_sleep_and_wake_up_reach_every_engine(dev_server):
+    url = dev_server.url
+    r = requests.post(url + "/sleep?level=1&mode=abort", headers=AUTH, timeout=10)
+    assert r.status_code == 200 and r.json() == {"status": "sleeping", "level": 1}
+    assert requests.get(url + "/is_sleeping", headers=AUTH, timeout=10).json() == \
+        {"is_sleeping": True}
+    r = requests.post(url + "/wake_up", headers=AUTH, timeout=10)
+    assert r.status_code == 200 and r.json() == {"status": "awake", "tags": None}
+    assert requests.get(url + "/is_sleeping", headers=AUTH, timeout=10).json() == \
+        {"is_sleeping": False}
+    r = requests.post(url + "/wake_up?tags=weights&tags=kv_cache", headers=AUTH, timeout=10)
+    assert r.json() == {"status": "awake", "tags": ["weights", "kv_cache"]}
+    assert _eventually(lambda: sorted(_utility_calls(dev_server, "sleep")) ==
+                       [("0", "(1, 'abort')"), ("1", "(1, 'abort')")]), dev_server.log()
+    assert ("1", "(['weights', 'kv_cache'],)") in _utility_calls(dev_server, "wake_up")
+    bad = requests.post(url + "/sleep?level=3&mode=nap", headers=AUTH, timeout=10)
+    assert bad.status_code == 400
+    assert "2 validation errors" in bad.json()["error"]["message"]
+
+
+def test_reset_caches(dev_server):
+    url = dev_server.url
+    r = requests.post(url + "/reset_prefix_cache?reset_running_requests=true", headers=AUTH,
+                      timeout=10)
+    assert r.status_code == 200 and r.json() == {"success": True}
+    assert _eventually(lambda: sorted(_utility_calls(dev_server, "reset_prefix_cache")) ==
+                       [("0", "(True, False)"), ("1", "(True, False)")])
+    for path in ("/reset_mm_cache", "/reset_encoder_cache"):
+        r = requests.post(url + path, headers=AUTH, timeout=10)
+        assert r.status_code == 200 and r.content == b""
+
+
+def test_pause_keep_holds_new_requests_until_resume(dev_server):
+    url = dev_server.url
+    r = requests.post(url + "/pause?mode=keep&clear_cache=false", headers=AUTH, timeout=10)
+    assert r.status_code == 200 and r.json() == {"status": "paused"}
+    assert requests.get(url + "/is_paused", headers=AUTH, timeout=10).json() == {"is_paused": True}
+    done: dict = {}
+
+    def complete() -> None:
+        done["r"] = requests.post(url + "/v1/completions", headers=AUTH, timeout=30,
+                                  json={"prompt": "held back", "max_tokens": 2})
+    t = threading.Thread(target=complete)
+    t.start()
+    t.join(0.7)
+    assert t.is_alive(), "a completion finished while the scheduler was paused"
+    r = requests.post(url + "/resume", headers=AUTH, timeout=10)
+    assert r.status_code == 200 and r.json() == {"status": "resumed"}
+    t.join(15)
+    assert not t.is_alive() and done["r"].status_code == 200, done.get("r")
+    assert done["r"].json()["choices"][0]["text"] == "held back"
+    assert requests.get(url + "/is_paused", headers=AUTH, timeout=10).json() == \
+        {"is_paused": False}
+    assert ("1", "('keep', False)") in _utility_calls(dev_server, "pause_scheduler")
+    assert requests.post(url + "/pause?mode=later", headers=AUTH, timeout=10).status_code == 400
+
+
+def test_collective_rpc_and_weight_version(dev_server):
+    url = dev_server.url
+    r = requests.post(url + "/collective_rpc", headers=AUTH, timeout=10,
+                      json={"method": "report", "args": ["x"], "kwargs": {"k": "v"}})
+    assert r.status_code == 200 and r.json() == {"results": [None]}
+    assert ("0", "('report', None, ['x'], {'k': 'v'})") in \
+        _utility_calls(dev_server, "collective_rpc")
+    r = requests.post(url + "/collective_rpc", headers=AUTH, json={"args": []}, timeout=10)
+    assert r.status_code == 400
+    assert r.json()["error"]["message"] == "Missing 'method' in request body"
+    assert requests.get(url + "/weight_info", headers=AUTH, timeout=10).json() == \
+        {"weight_version": "default"}
+    r = requests.post(url + "/update_weight_version", headers=AUTH, timeout=10,
+                      json={"new_version": "v2"})
+    assert r.json() == {"success": True, "new_version": "v2"}
+    assert requests.get(url + "/weight_info", headers=AUTH, timeout=10).json() == \
+        {"weight_version": "v2"}
+
+
+def test_server_info_and_world_size(dev_server):
+    url = dev_server.url
+    info = requests.get(url + "/server_info?config_format=json", headers=AUTH, timeout=10).json()
+    assert info["vllm_config"]["api_keys"] == "<redacted>"
+    assert KEY not in str(info)
+    assert info["vllm_env"]["VLLM_SERVER_DEV_MODE"] is True
+    assert set(info["engines"]) == {"0", "1"}
+    text = requests.get(url + "/server_info", headers=AUTH, timeout=10).json()
+    assert isinstance(text["vllm_config"], str) and KEY not in text["vllm_config"]
+    r = requests.get(url + "/get_world_size", headers=AUTH, timeout=10)
+    assert r.status_code == 200 and r.json()["world_size"] >= 1
+    assert requests.get(url + "/get_world_size").status_code == 401  # auth applies
+
+
+def test_lora_refused_without_engine_support(dev_server):
+    r = requests.post(dev_server.url + "/v1/load_lora_adapter", headers=AUTH, timeout=10,
+                      json={"lora_name": "a", "lora_path": "org/adapter"})
+    assert r.status_code == 400
+    assert "--enable-lora" in r.json()["error"]["message"]
+
+
+def test_lora_load_and_unload(lora_server):
+    url = lora_server.url
+    path1 = os.path.join(lora_server.allowed, "one")
+    os.makedirs(path1)
+
+    def load(name: str, path: str, **extra) -> requests.Response:
+        return requests.post(url + "/v1/load_lora_adapter", timeout=10,
+                             json={"lora_name": name, "lora_path": path, **extra})
+
+    def unload(name: str) -> requests.Response:
+        return requests.post(url + "/v1/unload_lora_adapter", json={"lora_name": name},
+                             timeout=10)
+
+    r = load("one", path1)
+    assert r.status_code == 200, r.text
+    assert r.text == "Success: LoRA adapter 'one' added successfully."
+    # Two workers share the registry: every one of these sees "one" (ids stay unique).
+    for _ in range(4):
+        dup = load("one", path1)
+        assert dup.status_code == 400
+        assert dup.json()["error"] == {
+            "message": "The lora adapter 'one' has already been loaded. If you want to load "
+                       "the adapter in place, set 'load_inplace' to True.",
+            "type": "InvalidUserInput", "param": None, "code": 400}
+    assert load("one", path1, load_inplace=True).status_code == 200
+    assert load("two", "org/adapter").status_code == 200  # a hub id, not a local path
+    models = requests.get(url + "/v1/models", timeout=10).json()["data"]
+    assert [(m["id"], m["parent"]) for m in models] == [("tiny", None), ("one", "tiny"),
+                                                        ("two", "tiny")]
+    assert _eventually(lambda: re.search(
+        r"UTILITY add_lora\(\['two', 2, 'org/adapter', None, False, False\],\)",
+        lora_server.log())), lora_server.log()
+    assert re.search(r"UTILITY add_lora\(\['one', 1, .*, None, True, False\],\)",
+                     lora_server.log())
+
+    outside = load("three", "/etc")
+    assert outside.status_code == 400
+    assert "VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES" in outside.json()["error"]["message"]
+    assert load("tiny", path1).json()["error"]["message"] == \
+        "The lora adapter 'tiny' conflicts with a served base model."
+    missing = requests.post(url + "/v1/load_lora_adapter", json={"lora_name": "x"}, timeout=10)
+    assert missing.status_code == 400 and "Field required" in missing.json()["error"]["message"]
+
+    r = unload("one")
+    assert r.status_code == 200 and r.text == "Success: LoRA adapter 'one' removed successfully."
+    assert _eventually(lambda: "UTILITY remove_lora(1,)" in lora_server.log())
+    for name in ("one", "never"):
+        gone = unload(name)
+        assert gone.status_code == 404
+        assert gone.json()["error"]["message"] == f"The lora adapter '{name}' cannot be found."
+    assert load("one", path1).status_code == 200  # a reload gets a new id
+    assert _eventually(lambda: re.search(r"UTILITY add_lora\(\['one', 3, ", lora_server.log()))

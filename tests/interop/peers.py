@@ -1,0 +1,125 @@
+"""Real vLLM 0.32 (CPU) processes for the interop tests: ``vllm serve`` in its various shapes.
+
+Uses the venv and tiny model that ``interop/setup.sh`` installs under ``$PEERS`` (default
+/tmp/peers). Every process runs in its own session and is killed with its whole group.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+import requests
+
+from tests.integration.harness import ROOT, free_port
+
+PEERS = os.environ.get("PEERS", "/tmp/peers")
+VLLM = os.path.join(PEERS, "vllm-venv", "bin", "vllm")
+MODEL = os.path.join(PEERS, "tiny-model")
+GREENFRONT = os.path.join(ROOT, "bin", "greenfront")
+
+requires_peers = pytest.mark.skipif(
+    not (os.path.exists(VLLM) and os.path.exists(os.path.join(MODEL, ".complete"))),
+    reason="vLLM peers not installed: run `make interop` (PEERS=/tmp/peers bash interop/setup.sh)")
+
+#: CPU-only vLLM settings for a 2-core machine (as ../shared/vllm-peers/common-env.sh).
+VLLM_ENV = {
+    "VLLM_TARGET_DEVICE": "cpu",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "VLLM_CPU_OMP_THREADS_BIND": "auto",
+    "VLLM_HOST_IP": "127.0.0.1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
+SERVE_ARGS = ["--host", "127.0.0.1", "--served-model-name", "tiny", "--max-model-len", "2048",
+              "--max-num-seqs", "64", "--enforce-eager", "--dtype", "bfloat16",
+              "--disable-uvicorn-access-log"]
+
+
+class VllmProcess:
+    """One ``vllm serve`` process tree (and its log)."""
+
+    def __init__(self, args: list[str], log_path: str, *, port: int | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}" if port else ""
+        self.log_path = log_path
+        self._log = open(log_path, "wb")
+        full_env = dict(os.environ, **VLLM_ENV, **(env or {}))
+        for name in ("VLLM_USE_RUST_FRONTEND", "VLLM_RUST_FRONTEND_PATH"):
+            if env is None or name not in env:
+                full_env.pop(name, None)
+        self.proc = subprocess.Popen([VLLM, "serve", MODEL] + args, env=full_env,
+                                     stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+
+    def wait_healthy(self, timeout: float = 300.0) -> "VllmProcess":
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"vllm serve exited {self.proc.returncode}:\n{self.log()}")
+            try:
+                if requests.get(self.url + "/health", timeout=2).status_code == 200:
+                    return self
+            except requests.RequestException:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"vllm serve not healthy in {timeout} s:\n{self.log()}")
+
+    def log(self) -> str:
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")[-15000:]
+
+    def terminate(self, timeout: float = 60.0) -> int:
+        """SIGTERM to ``vllm serve`` (what a user's Ctrl-C or Kubernetes does); its exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            self.kill()
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        self._log.close()
+
+
+def serve_with_greenfront(log_path: str, extra: list[str] | None = None) -> VllmProcess:
+    """``vllm serve`` with greenfront as its frontend (VLLM_USE_RUST_FRONTEND=1)."""
+    port = free_port()
+    return VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []), log_path, port=port,
+                       env={"VLLM_USE_RUST_FRONTEND": "1", "VLLM_RUST_FRONTEND_PATH": GREENFRONT})
+
+
+def serve_with_python_frontend(log_path: str, extra: list[str] | None = None) -> VllmProcess:
+    """``vllm serve`` with vLLM's own Python frontend."""
+    port = free_port()
+    return VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []), log_path, port=port)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (from /proc), for checking that nothing is left behind."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found

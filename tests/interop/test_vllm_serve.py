@@ -1,0 +1,139 @@
+"""``vllm serve`` with greenfront as its frontend, against vLLM's own Python frontend.
+
+Both serve the same tiny model on real vLLM 0.32 CPU engines; greedy requests must give the same
+bytes (ids, timestamps and ``system_fingerprint`` aside). Then: a client disconnect aborts the
+request in the real engine, and SIGTERM to ``vllm serve`` ends everything with exit code 0.
+"""
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+
+import openai
+import pytest
+import requests
+
+from tests.interop.peers import (descendants, requires_peers, serve_with_greenfront,
+                                 serve_with_python_frontend)
+
+pytestmark = requires_peers
+
+_VARYING = re.compile(rb'"(id|created|system_fingerprint)":("[^"]*"|\d+)')
+
+
+def _normalized(body: bytes) -> bytes:
+    return _VARYING.sub(rb'"\1":"*"', body)
+
+
+@pytest.fixture(scope="module")
+def stacks(tmp_path_factory):
+    logs = tmp_path_factory.mktemp("vllm-serve")
+    # Stats stay on for greenfront's stack: its /metrics then shows the engine's running count.
+    ours = serve_with_greenfront(str(logs / "greenfront.log"))
+    theirs = serve_with_python_frontend(str(logs / "python.log"), ["--disable-log-stats"])
+    try:
+        yield ours.wait_healthy(), theirs.wait_healthy()
+    finally:
+        ours.kill()
+        theirs.kill()
+
+
+REQUESTS = [
+    ("/v1/completions", {"model": "tiny", "prompt": "The capital of France is", "max_tokens": 8,
+                         "temperature": 0}),
+    ("/v1/completions", {"model": "tiny", "prompt": ["Hello", "The capital of France is"],
+                         "max_tokens": 3, "temperature": 0, "return_token_ids": True}),
+    ("/v1/completions", {"model": "tiny", "prompt": "The capital of France is", "max_tokens": 8,
+                         "temperature": 0, "stop": ["bern"], "logprobs": 2}),
+    ("/v1/chat/completions", {"model": "tiny", "max_tokens": 8, "temperature": 0,
+                              "messages": [{"role": "system", "content": "Be brief."},
+                                           {"role": "user", "content": "Say hi"}]}),
+    ("/v1/chat/completions", {"model": "tiny", "max_tokens": 6, "temperature": 0,
+                              "logprobs": True, "top_logprobs": 2,
+                              "messages": [{"role": "user", "content": "Zwölf Boxkämpfer"}]}),
+]
+
+
+@pytest.mark.parametrize("path,body", REQUESTS, ids=[f"{p}-{i}" for i, (p, _) in
+                                                    enumerate(REQUESTS)])
+def test_greedy_bodies_match_vllms_python_frontend(stacks, path, body):
+    ours, theirs = stacks
+    a = requests.post(ours.url + path, json=body, timeout=120)
+    b = requests.post(theirs.url + path, json=body, timeout=120)
+    assert a.status_code == b.status_code == 200, (a.text, b.text)
+    assert _normalized(a.content) == _normalized(b.content)
+
+
+@pytest.mark.parametrize("path,body", REQUESTS[:1] + REQUESTS[3:4], ids=["completion", "chat"])
+def test_greedy_streams_match_vllms_python_frontend(stacks, path, body):
+    ours, theirs = stacks
+    body = dict(body, stream=True, stream_options={"include_usage": True})
+    a = requests.post(ours.url + path, json=body, timeout=120)
+    b = requests.post(theirs.url + path, json=body, timeout=120)
+    assert _normalized(a.content) == _normalized(b.content)
+    assert a.content.endswith(b"data: [DONE]\n\n")
+
+
+def test_openai_client_sees_the_same_text(stacks):
+    ours, theirs = stacks
+    texts = []
+    for stack in stacks:
+        client = openai.OpenAI(base_url=stack.url + "/v1", api_key="x", max_retries=0)
+        chunks = client.chat.completions.create(
+            model="tiny", messages=[{"role": "user", "content": "Say hi"}], max_tokens=8,
+            temperature=0, stream=True)
+        texts.append("".join(c.choices[0].delta.content or "" for c in chunks if c.choices))
+    assert texts[0] == texts[1] == "եյিযipleÜberർinomború Literatura"
+
+
+def _running(stack) -> float:
+    text = requests.get(stack.url + "/metrics", timeout=10).text
+    match = re.search(r'^vllm:num_requests_running\{engine="0",model_name="tiny"\} (\S+)$', text,
+                      re.M)
+    return float(match.group(1)) if match else -1.0
+
+
+def test_client_disconnect_aborts_the_request_in_the_real_engine(stacks):
+    ours, _ = stacks
+    payload = json.dumps({"model": "tiny", "prompt": "Hello", "max_tokens": 1800,
+                          "ignore_eos": True, "stream": True}).encode()
+    sock = socket.create_connection(("127.0.0.1", ours.port), timeout=60)
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
+    received = b""
+    while received.count(b"data: ") < 2:
+        received += sock.recv(65536)
+    deadline = time.time() + 30
+    while _running(ours) != 1.0:  # the engine reports the request in its batch
+        assert time.time() < deadline, requests.get(ours.url + "/metrics", timeout=10).text
+        time.sleep(0.2)
+    sock.close()
+    # 1,800 tokens would keep the engine busy for minutes; the ABORT empties its batch at once.
+    deadline = time.time() + 30
+    while _running(ours) != 0.0:
+        assert time.time() < deadline, "the engine still runs the request after the disconnect"
+        time.sleep(0.2)
+    assert requests.get(ours.url + "/load", timeout=10).json() == {"server_load": 0}
+
+
+def test_sigterm_to_vllm_serve_ends_everything_cleanly(stacks):
+    ours, _ = stacks
+    tree = descendants(ours.proc.pid)
+    assert any("greenfront" in open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")
+               or "gunicorn" in open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")
+               for p in tree if _alive(p))
+    started = time.time()
+    code = ours.terminate(timeout=60)
+    assert code == 0, ours.log()
+    assert time.time() - started < 30
+    assert not [p for p in tree if _alive(p)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
