@@ -6,7 +6,7 @@ MODEL  := models/tekken-tiny
 PORT   ?= 8000
 WORKERS ?= 1
 
-.PHONY: setup model run test test-unit test-integration clean
+.PHONY: setup model run test test-unit test-integration interop interop-setup bench bench-quick clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,24 @@ test-unit: setup
 
 test-integration: setup
 	GREENFRONT_TEST_MODEL_DIR=$(CURDIR)/$(MODEL) $(PY) -m pytest -q tests/integration
+
+# Real vLLM 0.32 (CPU) beside greenfront: installs it under $(PEERS) (~4-5 min once), then runs
+# vllm serve with greenfront as its frontend, DP=2, a headless engine joining a standalone
+# greenfront, and vLLM's own frontend on greenfront's simulator.
+PEERS ?= /tmp/peers
+interop-setup:
+	PEERS=$(PEERS) bash interop/setup.sh
+
+interop: setup interop-setup
+	PEERS=$(PEERS) GREENFRONT_TEST_MODEL_DIR=$(CURDIR)/$(MODEL) $(PY) -m pytest -q tests/interop
+
+# Benchmark (bench/README.md): greenfront on the simulator, report in bench/results/<timestamp>/.
+# BENCH_ARGS adds options, e.g. BENCH_ARGS="--vllm-peers python,rust" or "--target URL".
+bench: setup
+	$(PY) -m bench $(BENCH_ARGS)
+
+bench-quick: setup
+	$(PY) -m bench --quick $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(MODEL)

@@ -122,6 +122,7 @@ class Config:
     chat_template: str = ""
     log_requests: bool = False
     log_stats: bool = True
+    log_stats_interval: float = 10.0
     keepalive: int = 5
     response_role: str = "assistant"
     trust_request_chat_template: bool = False
@@ -220,6 +221,7 @@ class Config:
             chat_template=r.get("GREENFRONT_CHAT_TEMPLATE", str, ""),
             log_requests=r.get("GREENFRONT_LOG_REQUESTS", _bool, False),
             log_stats=r.get("GREENFRONT_LOG_STATS", _bool, True),
+            log_stats_interval=r.get("VLLM_LOG_STATS_INTERVAL", _non_negative_float, 10.0) or 10.0,
             keepalive=r.get(("GREENFRONT_KEEPALIVE", "VLLM_HTTP_TIMEOUT_KEEP_ALIVE"),
                             _non_negative_int, 5),
             response_role=r.get("GREENFRONT_RESPONSE_ROLE", str, "assistant"),

@@ -185,15 +185,19 @@ class GreenfrontDeployment:
     def __init__(self, label: str, *, workers: int = 1, offload: bool = True,
                  backend: str = "fastokens", sim_args: str = "", server_cpus: set[int],
                  client_cpus: set[int], log_dir: str, model_dir: str = DEFAULT_MODEL_DIR,
-                 extra_env: dict[str, str] | None = None) -> None:
+                 extra_env: dict[str, str] | None = None, reference: bool = False) -> None:
         self.label = label
         self.port = free_port()
         self.workers = workers
         self.server_cpus, self.client_cpus = server_cpus, client_cpus
         self.run_dir = tempfile.mkdtemp(prefix="greenfront-bench-")
         self.log_path = os.path.join(log_dir, f"{label}.log")
+        # config.py's default pool size (CPUs); the tokenizer limit is compared at this count.
+        threads = int((extra_env or {}).get("GREENFRONT_REQUEST_WORKER_THREADS", 0)
+                      or os.cpu_count() or 1)
         self.settings = {"kind": "greenfront", "workers": workers, "offload": offload,
-                         "backend": backend, "sim_args": sim_args}
+                         "backend": backend, "pool_threads": threads, "sim_args": sim_args,
+                         "reference": reference}
         self.env = dict(os.environ)
         self.env.update({
             "GREENFRONT_MODEL": model_dir,
@@ -276,7 +280,7 @@ class VllmPeer:
         self.script = script
         # The tiny model says 4096 positions; the frontend only needs to accept long prompts.
         self.env = dict(os.environ, PEERS=peers, MAX_MODEL_LEN=str(max_model_len),
-                        VLLM_ALLOW_LONG_MAX_MODEL_LEN="1", MAX_NUM_SEQS="4096")
+                        VLLM_ALLOW_LONG_MAX_MODEL_LEN="1")
         self.frontend: subprocess.Popen | None = None
         self.engine: subprocess.Popen | None = None
 

@@ -200,7 +200,9 @@ class _StreamExchange(Exchange):
         run = self.run
         if not self.events:
             self.first = t
-            if run.t0 <= self.t_send <= run.t1:
+            # By arrival inside the window: counting by send time would drop the slow ones
+            # still waiting at the window's end.
+            if run.t0 <= t <= run.t1:
                 run.ttft.append((t - self.t_send) * 1000)
         elif run.t0 <= t <= run.t1:
             gaps = run.gaps
@@ -228,6 +230,8 @@ class _StreamRun(_Load):
         self.gaps = array("f")
         self.events_in_window = 0
         self.stream_itl: list[float] = []  # per finished stream: mean gap between token events
+        self.tails: list[float] = []  # per finished stream: last token event -> end of response
+        self.durations = []
         self.tokens_done = 0
         self.events_done = 0
         self.completed = 0
@@ -262,6 +266,9 @@ class _StreamRun(_Load):
             self.events_done += ex.events
             if ex.events > 1:
                 self.stream_itl.append((ex.last - ex.first) * 1000 / (ex.events - 1))
+            if ex.events:
+                self.tails.append((t - ex.last) * 1000)
+            self.durations.append((ex.t_send - self.t0, t - ex.t_send, ex.events, ex.tokens, ex.first - ex.t_send))
         self.start(ex.conn, t)
 
     def failed(self, reason: str, t: float) -> None:
@@ -286,6 +293,8 @@ class _StreamRun(_Load):
             "ttft_ms": percentiles(sorted(self.ttft)),
             "itl_gap_ms": percentiles(sorted(self.gaps)),
             "itl_stream_mean_ms": percentiles(sorted(self.stream_itl)),
+            "end_after_last_token_ms": percentiles(sorted(self.tails)),
+            "durations": self.durations,
             "errors": self.errors_in_window, "error_kinds": self.errors,
         }
 

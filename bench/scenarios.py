@@ -46,7 +46,8 @@ class Timing:
     probe_rate: float = 200.0
 
 
-FULL = Timing(long_warmup_s=4, long_s=25, stream_warmup_s=4, stream_s=20, limit_s=8)
+FULL = Timing(long_warmup_s=4, long_s=25, stream_warmup_s=4, stream_s=20, limit_s=8,
+              stream_ramp_s=4.0)
 QUICK = Timing(long_warmup_s=1.5, long_s=4, stream_warmup_s=3, stream_s=5, limit_s=2.5,
                stream_ramp_s=1.0)
 SMOKE = Timing(long_warmup_s=0.5, long_s=1.5, stream_warmup_s=1.5, stream_s=1.5, limit_s=1.0,
@@ -155,9 +156,9 @@ def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile
 
 
 def run_limit(backend: str, threads: int, timing: Timing, server_cpus: set[int],
-              workdir: str, seed: int = 0) -> dict[str, Any]:
+              workdir: str, model_dir: str = DEFAULT_MODEL_DIR, seed: int = 0) -> dict[str, Any]:
     """The tokenizer's throughput alone, pinned to the server's cores."""
-    cfg = {"model_dir": DEFAULT_MODEL_DIR, "backend": backend, "threads": threads,
+    cfg = {"model_dir": model_dir, "backend": backend, "threads": threads,
            "duration": timing.limit_s, "chars": timing.chars, "seed": seed,
            "prompts": 40 if timing is SMOKE else 300}
     proc, out = _spawn("bench.tokenizer_limit", cfg, workdir, f"limit.{backend}.{threads}",

@@ -7,6 +7,7 @@ Runs on: a request-pool thread (the HTTP hub with GREENFRONT_OFFLOAD=0).
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 import falcon
@@ -21,6 +22,8 @@ from streaming.body import DeferredBody, StreamingBody
 from streaming.submit import ClientGone, start_generation
 
 SSE = "text/event-stream; charset=utf-8"
+
+log = logging.getLogger("greenfront.requests")
 
 
 class GenerationResource:
@@ -41,6 +44,8 @@ class GenerationResource:
         ctx = state.serving_context()
         body = read_json(req)
         prepared = type(self).prepare(body, ctx, header_request_id=req.get_header("X-Request-Id"))
+        if state.config.log_requests:
+            _log_request(prepared)
         cancel = req.env.get(CANCEL_KEY) or Cancellation()
         try:
             generation = start_generation(prepared, state.client, cancel,
@@ -66,6 +71,13 @@ class GenerationResource:
         self._state.metrics.observe_finished(
             output_state.prompt_tokens(), output_state.completion_tokens(),
             [choice.finish_reason for choice in output_state.choices])
+
+
+def _log_request(prepared: Any) -> None:
+    """--enable-log-requests: one line per engine request, as vLLM logs them."""
+    for choice in prepared.choices:
+        log.info("Received request %s: prompt_token_ids=%d tokens, params: %s",
+                 choice.external_req_id, len(choice.prompt_token_ids), choice.sampling_params)
 
 
 def _dp_rank(req: falcon.Request) -> int | None:

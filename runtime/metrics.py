@@ -9,11 +9,15 @@ Runs on: the engine-I/O thread (engine gauges) and the HTTP hub (counters, expos
 """
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import gevent
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+
+log = logging.getLogger("greenfront.stats")
 
 class Metrics:
     """The registry and the families greenfront exports."""
@@ -35,11 +39,14 @@ class Metrics:
         self.generation_tokens = Counter("vllm:generation_tokens",
                                          "Tokens generated for finished requests.",
                                          ["model_name"], registry=self.registry)
+        self._engines: dict[int, Any] = {}
+        self._totals = [0, 0]  # prompt, generation tokens (for the periodic stats line)
         self.request_success = Counter("vllm:request_success", "Finished requests by reason.",
                                        ["model_name", "finished_reason"], registry=self.registry)
 
     def observe_stats(self, engine: int, stats: Any) -> None:
         """Engine-I/O thread: one engine's ``SchedulerStats``."""
+        self._engines[engine] = stats
         labels = (self.model_name, str(engine))
         self.running.labels(*labels).set(stats.num_running_reqs)
         self.waiting.labels(*labels).set(stats.num_waiting_reqs)
@@ -48,6 +55,8 @@ class Metrics:
     def observe_finished(self, prompt_tokens: int, completion_tokens: int,
                          finish_reasons: list[str]) -> None:
         """HTTP hub: a generation ended with these counts and per-choice finish reasons."""
+        self._totals[0] += prompt_tokens
+        self._totals[1] += completion_tokens
         self.prompt_tokens.labels(self.model_name).inc(prompt_tokens)
         self.generation_tokens.labels(self.model_name).inc(completion_tokens)
         for reason in finish_reasons:
@@ -55,3 +64,19 @@ class Metrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+    def log_periodically(self, interval: float) -> None:
+        """HTTP hub greenlet: vLLM's periodic stats line, while there is something to say."""
+        last = list(self._totals)
+        while True:
+            gevent.sleep(interval)
+            prompt, generation = (self._totals[0] - last[0], self._totals[1] - last[1])
+            last = list(self._totals)
+            for engine, stats in sorted(self._engines.items()):
+                if not (prompt or generation or stats.num_running_reqs or stats.num_waiting_reqs):
+                    continue
+                log.info("Engine %03d: Avg prompt throughput: %.1f tokens/s, Avg generation "
+                         "throughput: %.1f tokens/s, Running: %d reqs, Waiting: %d reqs, "
+                         "GPU KV cache usage: %.1f%%", engine, prompt / interval,
+                         generation / interval, stats.num_running_reqs, stats.num_waiting_reqs,
+                         stats.kv_cache_usage * 100)

@@ -64,6 +64,8 @@ class WorkerState:
         self.client = self._make_client()
         self.client.start()
         gevent.spawn(self._watch_registration)
+        if cfg.log_stats:
+            gevent.spawn(self.metrics.log_periodically, cfg.log_stats_interval)
         log.info("worker %d: slot %d, tokenizer backend %s, %d request threads, offload %s",
                  self.pid, cfg.worker_slot, self.tokenizer.backend, cfg.request_threads,
                  "on" if cfg.offload else "off")

@@ -33,12 +33,17 @@ def launch(model_dir):
 
 
 def test_serves_the_openai_api_on_the_inherited_socket_and_exits_0_on_sigterm(launch):
-    fe = launch(sim_args=["--output-mode", "echo", "--itl-ms", "2"]).wait_healthy()
-    client = openai.OpenAI(base_url=fe.url + "/v1", api_key="x", max_retries=0)
+    fe = launch(sim_args=["--output-mode", "echo", "--itl-ms", "2"],
+                args={"enable_log_requests": True, "api_key": ["sekrit"]},
+                env={"VLLM_LOG_STATS_INTERVAL": "0.5"}).wait_healthy()
+    assert requests.get(fe.url + "/v1/models", timeout=10).status_code == 401
+    assert requests.get(fe.url + "/health", timeout=10).status_code == 200
+    client = openai.OpenAI(base_url=fe.url + "/v1", api_key="sekrit", max_retries=0)
     assert [m.id for m in client.models.list().data] == ["tiny"]
     out = client.completions.create(model="tiny", prompt="Hello world", max_tokens=2,
                                     temperature=0)
     assert out.choices[0].text == "Hello world"
+    assert re.search(r"Received request cmpl-\S+: prompt_token_ids=3 tokens", fe.log())
     chunks = list(client.chat.completions.create(
         model="tiny", messages=[{"role": "user", "content": "Say hi"}], max_tokens=4,
         temperature=0, stream=True))
@@ -47,6 +52,10 @@ def test_serves_the_openai_api_on_the_inherited_socket_and_exits_0_on_sigterm(la
     stream = client.completions.create(model="tiny", prompt="Hello", max_tokens=3000,
                                        stream=True, extra_body={"ignore_eos": True})
     next(iter(stream))
+    deadline = time.time() + 10
+    while "Running: 1 reqs" not in fe.log():  # the periodic stats line (disable_log_stats off)
+        assert time.time() < deadline, fe.log()
+        time.sleep(0.1)
     started = time.time()
     fe.proc.send_signal(signal.SIGTERM)
     assert fe.proc.wait(timeout=10) == 0

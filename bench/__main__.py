@@ -1,0 +1,246 @@
+"""``python -m bench``: run the benchmark, print the Markdown report, save report/JSON/plots.
+
+Owns the command line and the plan: which deployments run which scenarios, in what order.
+
+* No ``--target``: greenfront's matrix. Long prompts for every configuration (HF ``tokenizers``
+  and fastokens × offload on/off × 1 and 2 workers); ``/tokenize`` and streaming on the default
+  configuration, streaming also with 2 workers and with offload off; the tokenizer limit.
+* ``--target URL [--health-url URL] [--label NAME] [--target-pid PID]`` (repeatable) and/or
+  ``--vllm-peers python,rust`` (started here, each on a fresh simulator): long prompts,
+  ``/tokenize`` and streaming against each, with greenfront's default configuration as the
+  reference column (``--no-greenfront`` drops it). A target must run on an engine with the
+  simulator settings printed in the report (``python -m engine.sim --handshake ... <sim args>``)
+  for the streaming "added latency" figures to mean anything.
+
+``--quick`` (~1-2 min) and ``--smoke`` (~30-60 s, for the test suite) shorten every phase.
+Progress goes to stderr, one line per phase; the report to stdout and
+``bench/results/<timestamp>/``.
+
+Runs on: the orchestrator process (everything else is a subprocess it starts and always stops).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from bench import report
+from bench.deploy import (DEFAULT_MODEL_DIR, ROOT, Endpoint, GreenfrontDeployment, VllmPeer,
+                          external_endpoint, parse_cpus)
+from bench.scenarios import FULL, QUICK, SMOKE, SimProfile, run_limit, run_phase
+
+SCENARIOS = ("long", "tokenize", "stream", "limit")
+
+
+@dataclass
+class Step:
+    """One deployment (or target) and the scenarios it runs."""
+
+    label: str
+    scenarios: list[str]
+    open: Any  # () -> context manager yielding an Endpoint
+    settings: dict = field(default_factory=dict)
+
+
+def _gf_label(backend: str, offload: bool, workers: int) -> str:
+    return f"gf {backend} {'offload' if offload else 'inline'} {workers}w"
+
+
+def _machine() -> str:
+    model = "unknown CPU"
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    return (f"{model}, {os.cpu_count()} CPUs, Linux {platform.release()}, "
+            f"Python {platform.python_version()}")
+
+
+def _commit() -> str:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                             capture_output=True, timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               text=True, capture_output=True, timeout=5).stdout.strip()
+        return f"{sha}{' + uncommitted changes' if dirty else ''}" if sha else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _matrix(args: argparse.Namespace, mk) -> list[Step]:
+    wanted = set(args.scenarios)
+    steps = []
+    for backend in args.backends:
+        for workers in args.workers:
+            for offload in args.offload:
+                default = backend == "fastokens" and offload
+                scen = ["long"]
+                if default and workers == 1:
+                    scen += ["tokenize", "stream"]
+                elif args.mode == "full" and backend == "fastokens" and (offload or workers == 1):
+                    scen += ["stream"]  # 2 workers, and the inline baseline, full runs only
+                scen = [s for s in scen if s in wanted]
+                if scen:
+                    steps.append(mk(backend, offload, workers, scen))
+    return steps
+
+
+def _plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int],
+          sim: SimProfile, log_dir: str) -> list[Step]:
+    def mk(backend: str, offload: bool, workers: int, scen: list[str], reference: bool = False):
+        label = "greenfront" if reference else _gf_label(backend, offload, workers)
+
+        def open_() -> GreenfrontDeployment:
+            return GreenfrontDeployment(label, workers=workers, offload=offload, backend=backend,
+                                        sim_args=sim.args, server_cpus=server_cpus,
+                                        client_cpus=client_cpus, log_dir=log_dir,
+                                        model_dir=args.model_dir, reference=reference)
+        return Step(label, scen, open_)
+
+    if not (args.target or args.vllm_peers):
+        return _matrix(args, mk)
+    scen = [s for s in ("long", "tokenize", "stream") if s in args.scenarios]
+    steps = [] if args.no_greenfront else [mk("fastokens", True, 1, scen, reference=True)]
+    for kind in args.vllm_peers:
+        steps.append(Step(f"vllm-{kind}", scen, lambda kind=kind: VllmPeer(
+            kind, sim_args=sim.args, server_cpus=server_cpus, client_cpus=client_cpus,
+            log_dir=log_dir, peers=args.peers)))
+    for i, url in enumerate(args.target):
+        label = args.label[i] if i < len(args.label) else f"target{i + 1}"
+        health = args.health_url[i] if i < len(args.health_url) else None
+        pid = args.target_pid[i] if i < len(args.target_pid) else None
+
+        @contextlib.contextmanager
+        def open_(url=url, label=label, health=health, pid=pid) -> Iterator[Endpoint]:
+            yield external_endpoint(label, url, health, pid)
+        steps.append(Step(label, scen, open_))
+    return steps
+
+
+def _headline(phase: dict[str, Any]) -> str:
+    load, health = phase["load"], phase["health"]["latency_ms"]
+    errors = load["errors"] + phase["health"]["errors"]
+    if phase["scenario"] == "stream":
+        main = f"{load['tokens_per_s']:,.0f} tokens/s, TTFT p50 {load['ttft_ms']['p50']:.0f} ms"
+    else:
+        main = f"{load['req_per_s']:.1f} req/s"
+    return f"{main}, /health p99.9 {health['p99.9']:.1f} ms, errors {errors}"
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    speed = p.add_mutually_exclusive_group()
+    speed.add_argument("--quick", action="store_true", help="short phases (~1-2 minutes)")
+    speed.add_argument("--smoke", action="store_true", help="tiny phases (test suite smoke run)")
+    p.add_argument("--scenarios", default=",".join(SCENARIOS),
+                   help=f"comma-separated subset of {','.join(SCENARIOS)}")
+    p.add_argument("--backends", default="hf,fastokens", help="tokenizer backends of the matrix")
+    p.add_argument("--workers", default="1,2", help="gunicorn worker counts of the matrix")
+    p.add_argument("--offload", default="on,off", help="offload settings of the matrix")
+    p.add_argument("--target", action="append", default=[], metavar="URL",
+                   help="an already running OpenAI-compatible server (repeatable)")
+    p.add_argument("--health-url", action="append", default=[], metavar="URL",
+                   help="its health URL (default URL/health), in --target order")
+    p.add_argument("--label", action="append", default=[], help="its column name, in --target order")
+    p.add_argument("--target-pid", action="append", type=int, default=[], metavar="PID",
+                   help="its main process (CPU accounting of the tree), in --target order")
+    p.add_argument("--vllm-peers", default="", help="start vLLM's frontends: python,rust")
+    p.add_argument("--peers", default=os.environ.get("PEERS", "/tmp/peers"),
+                   help="where ../shared/vllm-peers/setup.sh installed vLLM")
+    p.add_argument("--no-greenfront", action="store_true",
+                   help="with targets: do not add greenfront's default configuration")
+    p.add_argument("--server-cpus", default="0-%d" % ((os.cpu_count() or 1) - 1),
+                   help="CPUs of the server under test (taskset syntax; default: all)")
+    p.add_argument("--client-cpus", default=str((os.cpu_count() or 1) - 1),
+                   help="CPUs of the simulator, load generator and prober (default: the last)")
+    p.add_argument("--model-dir", default=DEFAULT_MODEL_DIR,
+                   help="model directory greenfront serves (and the tokenizer limit loads)")
+    p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"),
+                   help="results directory (a timestamped subdirectory is made)")
+    args = p.parse_args(argv)
+    args.mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    args.scenarios = [s for s in args.scenarios.split(",") if s]
+    if unknown := set(args.scenarios) - set(SCENARIOS):
+        p.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
+    args.backends = [b for b in args.backends.split(",") if b]
+    args.workers = [int(w) for w in args.workers.split(",") if w]
+    args.offload = [o in ("on", "1", "true") for o in args.offload.split(",") if o]
+    args.vllm_peers = [k for k in args.vllm_peers.split(",") if k]
+    if args.smoke:
+        # Two deployments only: the default configuration and its inline baseline.
+        args.backends, args.workers = ["fastokens"], [1]
+    return args
+
+
+def _limits(args: argparse.Namespace) -> list[tuple[str, int]]:
+    if "limit" not in args.scenarios:
+        return []
+    if args.smoke:
+        return [("fastokens", 2)]
+    backends = args.backends if not (args.target or args.vllm_peers) else ["hf", "fastokens"]
+    threads = [2] if args.quick else [1, 2, 4]
+    return [(b, t) for b in backends for t in threads]
+
+
+def main(argv: list[str]) -> int:
+    args = _parse(argv)
+    timing = {"full": FULL, "quick": QUICK, "smoke": SMOKE}[args.mode]
+    server_cpus, client_cpus = parse_cpus(args.server_cpus), parse_cpus(args.client_cpus)
+    sim = SimProfile()
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_dir = os.path.join(args.out, stamp)
+    work = os.path.join(out_dir, "work")
+    os.makedirs(work, exist_ok=True)
+    steps = _plan(args, server_cpus, client_cpus, sim, work)
+    limits = _limits(args)
+    total = sum(len(s.scenarios) for s in steps) + len(limits)
+    results: dict[str, Any] = {"meta": {
+        "timestamp": stamp, "command": "python -m bench " + " ".join(argv),
+        "machine": _machine(), "commit": _commit(), "mode": args.mode,
+        "pinning": (f"server (gunicorn master + workers, or the target frontend) on CPUs "
+                    f"{args.server_cpus}; simulator, load generator and prober on CPUs "
+                    f"{args.client_cpus} (os.sched_setaffinity, as `taskset -c`)"),
+        "sim_args": sim.args, "server_cpus": sorted(server_cpus),
+        "client_cpus": sorted(client_cpus)}, "phases": [], "limits": []}
+    started = time.monotonic()
+    n = 0
+
+    def progress(msg: str) -> None:
+        print(f"[{n}/{total} {time.monotonic() - started:5.0f}s] {msg}", file=sys.stderr,
+              flush=True)
+
+    for step in steps:
+        try:
+            with step.open() as endpoint:
+                for scenario in step.scenarios:
+                    n += 1
+                    phase = run_phase(endpoint, scenario, timing, sim, client_cpus, work)
+                    results["phases"].append(phase)
+                    progress(f"{step.label} / {scenario}: {_headline(phase)}")
+        except RuntimeError as exc:
+            # One failing deployment (e.g. a peer that will not start) must not lose the rest.
+            n += len(step.scenarios)
+            progress(f"{step.label}: FAILED: {str(exc)[:500]}")
+            results.setdefault("failures", []).append({"step": step.label, "error": str(exc)})
+    for backend, threads in limits:
+        n += 1
+        lim = run_limit(backend, threads, timing, server_cpus, work, args.model_dir)
+        results["limits"].append(lim)
+        progress(f"tokenizer limit {backend} x{threads}: {lim['prompts_per_s']:.1f} prompts/s")
+    markdown = report.write(results, out_dir)
+    print(markdown)
+    print(f"report, JSON and plots: {out_dir}", file=sys.stderr)
+    return 1 if results.get("failures") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
