@@ -23,17 +23,26 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import hashlib
 import os
 import platform
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from bench import report
-from bench.deploy import (DEFAULT_MODEL_DIR, ROOT, Endpoint, GreenfrontDeployment, VllmPeer,
-                          external_endpoint, parse_cpus)
+from bench.deploy import (
+    DEFAULT_MODEL_DIR,
+    ROOT,
+    Endpoint,
+    GreenfrontDeployment,
+    VllmPeer,
+    external_endpoint,
+    parse_cpus,
+)
 from bench.scenarios import FULL, QUICK, SMOKE, SimProfile, run_limit, run_phase
 
 SCENARIOS = ("long", "tokenize", "stream", "limit")
@@ -55,25 +64,50 @@ def _gf_label(backend: str, offload: bool, workers: int) -> str:
 
 def _machine() -> str:
     model = "unknown CPU"
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
     return (f"{model}, {os.cpu_count()} CPUs, Linux {platform.release()}, "
             f"Python {platform.python_version()}")
 
 
+def _busy_processes() -> list[str]:
+    """Other CPU-heavy processes right now (a benchmark on a busy machine is not comparable)."""
+    def ticks() -> dict[int, tuple[int, str]]:
+        out = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    with open(f"/proc/{entry}/stat") as f:
+                        head, rest = f.read().rsplit(")", 1)
+                    fields = rest.split()
+                    out[int(entry)] = (int(fields[11]) + int(fields[12]), head.split("(", 1)[1])
+        return out
+    before = ticks()
+    time.sleep(1.0)
+    after = ticks()
+    hz = os.sysconf("SC_CLK_TCK")
+    return [f"{name} (pid {pid}, {(t - before[pid][0]) / hz:.0%})"
+            for pid, (t, name) in after.items()
+            if pid in before and pid != os.getpid() and (t - before[pid][0]) / hz > 0.1]
+
+
 def _commit() -> str:
+    """HEAD, plus a digest of uncommitted server changes (bench/ excluded): if it differs at the
+    end of the run, the code under test changed while it was measured."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10, check=False).stdout.strip()
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
-                             capture_output=True, timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               text=True, capture_output=True, timeout=5).stdout.strip()
-        return f"{sha}{' + uncommitted changes' if dirty else ''}" if sha else "unknown"
+        sha = git("rev-parse", "--short", "HEAD")
+        diff = git("diff", "HEAD", "--", ".", ":(exclude)bench")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+    if not sha:
+        return "unknown"
+    return f"{sha} + uncommitted changes {hashlib.sha1(diff.encode()).hexdigest()[:8]}" if diff else sha
 
 
 def _matrix(args: argparse.Namespace, mk) -> list[Step]:
@@ -158,7 +192,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                    help="where ../shared/vllm-peers/setup.sh installed vLLM")
     p.add_argument("--no-greenfront", action="store_true",
                    help="with targets: do not add greenfront's default configuration")
-    p.add_argument("--server-cpus", default="0-%d" % ((os.cpu_count() or 1) - 1),
+    p.add_argument("--server-cpus", default=f"0-{(os.cpu_count() or 1) - 1}",
                    help="CPUs of the server under test (taskset syntax; default: all)")
     p.add_argument("--client-cpus", default=str((os.cpu_count() or 1) - 1),
                    help="CPUs of the simulator, load generator and prober (default: the last)")
@@ -211,6 +245,11 @@ def main(argv: list[str]) -> int:
                     f"{args.client_cpus} (os.sched_setaffinity, as `taskset -c`)"),
         "sim_args": sim.args, "server_cpus": sorted(server_cpus),
         "client_cpus": sorted(client_cpus)}, "phases": [], "limits": []}
+    busy = _busy_processes()
+    results["meta"]["busy_at_start"] = busy
+    if busy:
+        print("warning: other processes are using the CPU, figures will not be comparable: "
+              + ", ".join(busy), file=sys.stderr)
     started = time.monotonic()
     n = 0
 
@@ -236,6 +275,10 @@ def main(argv: list[str]) -> int:
         lim = run_limit(backend, threads, timing, server_cpus, work, args.model_dir)
         results["limits"].append(lim)
         progress(f"tokenizer limit {backend} x{threads}: {lim['prompts_per_s']:.1f} prompts/s")
+    commit_end = _commit()
+    if commit_end != results["meta"]["commit"]:
+        results["meta"]["code_changed_during_run"] = commit_end
+        print(f"warning: the code changed during the run (now {commit_end})", file=sys.stderr)
     markdown = report.write(results, out_dir)
     print(markdown)
     print(f"report, JSON and plots: {out_dir}", file=sys.stderr)

@@ -17,15 +17,15 @@ import itertools
 import re
 import select
 import socket
+from collections.abc import Callable
 from time import monotonic
-from typing import Callable
 
 _IN = select.EPOLLIN | select.EPOLLERR | select.EPOLLHUP | select.EPOLLRDHUP
 _OUT = select.EPOLLOUT
 _RECV = 1 << 18
-_CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:\s*(\d+)", re.I)
-_CHUNKED = re.compile(rb"\r\ntransfer-encoding:\s*chunked", re.I)
-_CLOSE = re.compile(rb"\r\nconnection:\s*close", re.I)
+_CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:\s*(\d+)", re.IGNORECASE)
+_CHUNKED = re.compile(rb"\r\ntransfer-encoding:\s*chunked", re.IGNORECASE)
+_CLOSE = re.compile(rb"\r\nconnection:\s*close", re.IGNORECASE)
 
 # Response states.
 _IDLE, _HEAD, _LENGTH, _CHUNK, _UNTIL_CLOSE = range(5)
@@ -85,8 +85,20 @@ class Loop:
 class Connection:
     """One HTTP/1.1 connection; at most one request in flight (no pipelining)."""
 
-    __slots__ = ("loop", "sock", "fd", "connected", "closed", "out", "exchange", "state",
-                 "buf", "remaining", "keep_alive", "_want_out")
+    __slots__ = (
+        "_want_out",
+        "buf",
+        "closed",
+        "connected",
+        "exchange",
+        "fd",
+        "keep_alive",
+        "loop",
+        "out",
+        "remaining",
+        "sock",
+        "state",
+    )
 
     def __init__(self, loop: Loop, host: str, port: int) -> None:
         self.loop = loop

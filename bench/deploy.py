@@ -23,8 +23,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_MODEL_DIR = os.path.join(ROOT, "models", "tekken-tiny")
@@ -96,6 +96,24 @@ def cpu_seconds(pids: list[int]) -> dict[int, float]:
     return out
 
 
+def socket_counts(pids: list[int]) -> dict[int, int]:
+    """Open sockets per process (with several workers: how the connections were spread)."""
+    out = {}
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        n = 0
+        for fd in fds:
+            try:
+                n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+            except OSError:
+                pass
+        out[pid] = n
+    return out
+
+
 def cpu_delta(before: dict[int, float], after: dict[int, float]) -> float:
     """CPU seconds spent between two snapshots (processes born in between count whole)."""
     return sum(v - before.get(pid, 0.0) for pid, v in after.items())
@@ -111,8 +129,8 @@ class Endpoint:
     url: str
     health_url: str
     model: str = "tiny"
-    server_pids: Callable[[], list[int]] = lambda: []
-    engine_pids: Callable[[], list[int]] = lambda: []
+    server_pids: Callable[[], list[int]] = list
+    engine_pids: Callable[[], list[int]] = list
     settings: dict = field(default_factory=dict)
 
     @property
@@ -123,7 +141,7 @@ class Endpoint:
 
 
 def _get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (loopback only)
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
         return resp.status, resp.read()
 
 
@@ -152,7 +170,7 @@ def external_endpoint(label: str, url: str, health_url: str | None, pid: int | N
     health = health_url or url.rstrip("/") + "/health"
     wait_healthy(health, None, 10.0)
     return Endpoint(label, url.rstrip("/"), health, first_model(url),
-                    server_pids=(lambda: tree(pid)) if pid else (lambda: []),
+                    server_pids=(lambda: tree(pid)) if pid else list,
                     settings={"kind": "external", "pid": pid})
 
 
@@ -175,7 +193,11 @@ def _stop_group(proc: subprocess.Popen | None, grace: float = 10.0) -> None:
     proc.wait()
 
 
-def _pinned(cpus: set[int]) -> Callable[[], None]:
+def pinned(cpus: set[int]) -> Callable[[], None]:
+    """A ``preexec_fn`` that pins the child (and everything it starts) like ``taskset -c``.
+
+    The orchestrator has no threads, so ``preexec_fn``'s fork-safety caveat does not apply.
+    """
     return lambda: os.sched_setaffinity(0, cpus)
 
 
@@ -219,7 +241,7 @@ class GreenfrontDeployment:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "app:api"],
             cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=_pinned(self.server_cpus))
+            start_new_session=True, preexec_fn=pinned(self.server_cpus))  # noqa: PLW1509
         url = f"http://127.0.0.1:{self.port}"
         try:
             wait_healthy(url + "/health", self.proc, 60.0, self.log_path)
@@ -289,7 +311,7 @@ class VllmPeer:
         self.frontend = subprocess.Popen(
             ["bash", self.script, str(self.port), str(self.rpc_port)], env=self.env,
             stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=_pinned(self.server_cpus))
+            preexec_fn=pinned(self.server_cpus))  # noqa: PLW1509
         try:
             time.sleep(3)  # let the frontend bind its handshake socket first (tidier logs)
             self.engine = subprocess.Popen(
@@ -297,7 +319,7 @@ class VllmPeer:
                  f"tcp://127.0.0.1:{self.rpc_port}", *shlex.split(self.sim_args)],
                 cwd=ROOT, stdout=open(os.path.join(self.log_dir, f"{self.label}-sim.log"), "wb"),
                 stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=_pinned(self.client_cpus))
+                preexec_fn=pinned(self.client_cpus))  # noqa: PLW1509
             url = f"http://127.0.0.1:{self.port}"
             wait_healthy(url + "/health", self.frontend, 300.0, log)
         except BaseException:

@@ -2,11 +2,13 @@
 
 Owns the two load shapes of the benchmark, both closed-loop over keep-alive connections:
 
-* ``long``: C connections, each sends a distinct ~300k-character prompt (``bench.textgen``) to
+* ``long``: C clients, each sends a distinct ~300k-character prompt (``bench.textgen``) to
   ``/v1/completions`` (a few output tokens) or ``/tokenize`` and sends the next one as soon as
-  the answer arrives. Records, per request finished inside the window: latency, status, prompt
-  tokens (from ``usage.prompt_tokens`` or ``count``).
-* ``stream``: N connections (opened over ``ramp_s``), each streaming a short prompt with
+  the answer arrives, each on a fresh connection: with several gunicorn workers, kept-alive
+  connections would stay with whichever worker accepted them first (often all with one), while
+  a new connection goes to a worker that is free to accept it. Records, per request finished
+  inside the window: latency, status, prompt tokens (from ``usage.prompt_tokens`` or ``count``).
+* ``stream``: N keep-alive connections (opened over ``ramp_s``), each streaming a short prompt with
   ``max_tokens`` drawn from [min, max] and ``ignore_eos``; records time to first token,
   the gap between successive token events, tokens per event (from the final usage chunk) and
   the events that arrived inside the window.
@@ -36,9 +38,10 @@ _COMPLETION_TOKENS = re.compile(rb'"completion_tokens":\s*(\d+)')
 _KEEP_BODY = 1 << 16
 
 
-def _request(host: str, port: int, path: str, body: bytes) -> bytes:
+def _request(host: str, port: int, path: str, body: bytes, close: bool = False) -> bytes:
     return (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
-            f"Accept: */*\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+            f"Accept: */*\r\nContent-Length: {len(body)}\r\n"
+            f"{'Connection: close' + chr(13) + chr(10) if close else ''}\r\n").encode() + body
 
 
 class _Load:
@@ -58,6 +61,14 @@ class _Load:
         if self.t0 <= t <= self.t1:
             self.errors_in_window += 1
 
+    def _stalled(self, sent_times: Any) -> int:
+        """Requests sent before the window that got no answer (stream: no token) during all of
+        it: a hung server must not look like an idle one with zero errors."""
+        n = sum(1 for t in sent_times if t < self.t0)
+        if n:
+            self.errors[f"no answer for the whole {self.t1 - self.t0:g} s window"] = n
+        return n
+
     def connect(self) -> Connection | None:
         try:
             return Connection(self.loop, self.host, self.port)
@@ -69,9 +80,9 @@ class _Load:
 # -- long prompts ---------------------------------------------------------------------------------
 
 class _LongExchange(Exchange):
-    __slots__ = ("run", "conn", "t_send", "status", "head", "tail", "size")
+    __slots__ = ("conn", "head", "run", "size", "status", "t_send", "tail")
 
-    def __init__(self, run: "_LongRun", conn: Connection, t_send: float) -> None:
+    def __init__(self, run: _LongRun, conn: Connection, t_send: float) -> None:
         self.run, self.conn, self.t_send = run, conn, t_send
         self.status = 0
         self.head = b""
@@ -87,7 +98,7 @@ class _LongExchange(Exchange):
         if len(self.head) < _KEEP_BODY:
             self.head += data
         else:
-            self.tail = (self.tail + data)[-512:]
+            self.tail = (self.tail + data[-512:])[-512:]
 
     def on_done(self, t: float) -> None:
         self.run.finished(self, t)
@@ -102,6 +113,7 @@ class _LongRun(_Load):
         self.prompts = PromptSource(cfg["seed"])
         self.index = cfg.get("first_index", 0)
         self.records: list[tuple[float, float, int, int]] = []  # (t_done, latency, status, tokens)
+        self.inflight: set[_LongExchange] = set()
 
     def body(self) -> bytes:
         cfg = self.cfg
@@ -124,19 +136,24 @@ class _LongRun(_Load):
                 self.loop.call_at(now + 0.05, lambda t: self.start(None, t))
                 return
         path = "/tokenize" if self.cfg["endpoint"] == "tokenize" else "/v1/completions"
-        raw = _request(self.host, self.port, path, self.body())
+        raw = _request(self.host, self.port, path, self.body(), close=True)
         self.sent += 1
-        conn.send(raw, _LongExchange(self, conn, monotonic()))
+        ex = _LongExchange(self, conn, monotonic())
+        self.inflight.add(ex)
+        conn.send(raw, ex)
 
     def finished(self, ex: _LongExchange, t: float) -> None:
+        self.inflight.discard(ex)
         if ex.status != 200:
             self.error(f"HTTP {ex.status}: {ex.head[:200].decode(errors='replace')}", t)
         elif self.t0 <= t <= self.t1:
             found = _PROMPT_TOKENS.search(ex.head + ex.tail)
             self.records.append((t, t - ex.t_send, ex.status, int(found.group(1)) if found else 0))
-        self.start(ex.conn, t)
+        ex.conn.close()
+        self.start(None, t)
 
     def failed(self, ex: _LongExchange, reason: str, t: float) -> None:
+        self.inflight.discard(ex)
         self.error(reason, t)
         self.loop.call_at(t + 0.01, lambda now: self.start(None, now))
 
@@ -147,6 +164,7 @@ class _LongRun(_Load):
         self.loop.close()
         window = self.t1 - self.t0
         ok = self.records
+        stalled = self._stalled(ex.t_send for ex in self.inflight)
         lat = sorted(r[1] * 1000 for r in ok)
         tokens = sum(r[3] for r in ok)
         return {
@@ -154,18 +172,28 @@ class _LongRun(_Load):
             "completed": len(ok), "req_per_s": len(ok) / window,
             "prompt_tokens_per_s": tokens / window,
             "prompt_tokens_mean": tokens / len(ok) if ok else 0,
-            "latency_ms": percentiles(lat),
-            "errors": self.errors_in_window, "error_kinds": self.errors,
+            "latency_ms": percentiles(lat), "stalled": stalled,
+            "errors": self.errors_in_window + stalled, "error_kinds": self.errors,
         }
 
 
 # -- short streams --------------------------------------------------------------------------------
 
 class _StreamExchange(Exchange):
-    __slots__ = ("run", "conn", "t_send", "status", "carry", "first", "last", "events",
-                 "tokens", "err_body")
+    __slots__ = (
+        "carry",
+        "conn",
+        "err_body",
+        "events",
+        "first",
+        "last",
+        "run",
+        "status",
+        "t_send",
+        "tokens",
+    )
 
-    def __init__(self, run: "_StreamRun", conn: Connection, t_send: float) -> None:
+    def __init__(self, run: _StreamRun, conn: Connection, t_send: float) -> None:
         self.run, self.conn, self.t_send = run, conn, t_send
         self.status = 0
         self.carry = b""
@@ -218,7 +246,7 @@ class _StreamExchange(Exchange):
         self.run.finished(self, t)
 
     def on_error(self, reason: str, t: float) -> None:
-        self.run.failed(reason, t)
+        self.run.failed(self, reason, t)
 
 
 class _StreamRun(_Load):
@@ -231,7 +259,7 @@ class _StreamRun(_Load):
         self.events_in_window = 0
         self.stream_itl: list[float] = []  # per finished stream: mean gap between token events
         self.tails: list[float] = []  # per finished stream: last token event -> end of response
-        self.durations = []
+        self.inflight: set[_StreamExchange] = set()
         self.tokens_done = 0
         self.events_done = 0
         self.completed = 0
@@ -254,10 +282,12 @@ class _StreamRun(_Load):
             "temperature": 0, "ignore_eos": True, "stream": True,
             "stream_options": {"include_usage": True}}).encode()
         self.sent += 1
-        conn.send(_request(self.host, self.port, "/v1/completions", body),
-                  _StreamExchange(self, conn, monotonic()))
+        ex = _StreamExchange(self, conn, monotonic())
+        self.inflight.add(ex)
+        conn.send(_request(self.host, self.port, "/v1/completions", body), ex)
 
     def finished(self, ex: _StreamExchange, t: float) -> None:
+        self.inflight.discard(ex)
         if ex.status != 200:
             self.error(f"HTTP {ex.status}: {ex.err_body.decode(errors='replace')}", t)
         elif self.t0 <= t <= self.t1:
@@ -268,10 +298,10 @@ class _StreamRun(_Load):
                 self.stream_itl.append((ex.last - ex.first) * 1000 / (ex.events - 1))
             if ex.events:
                 self.tails.append((t - ex.last) * 1000)
-            self.durations.append((ex.t_send - self.t0, t - ex.t_send, ex.events, ex.tokens, ex.first - ex.t_send))
         self.start(ex.conn, t)
 
-    def failed(self, reason: str, t: float) -> None:
+    def failed(self, ex: _StreamExchange, reason: str, t: float) -> None:
+        self.inflight.discard(ex)
         self.error(reason, t)
         self.loop.call_at(t + 0.01, lambda now: self.start(None, now))
 
@@ -285,6 +315,7 @@ class _StreamRun(_Load):
         self.loop.close()
         window = self.t1 - self.t0
         per_event = self.tokens_done / self.events_done if self.events_done else 1.0
+        stalled = self._stalled(ex.t_send for ex in self.inflight if not ex.events)
         return {
             "mode": "stream", "window_s": window, "sent": self.sent,
             "completed": self.completed, "streams": n,
@@ -293,16 +324,15 @@ class _StreamRun(_Load):
             "ttft_ms": percentiles(sorted(self.ttft)),
             "itl_gap_ms": percentiles(sorted(self.gaps)),
             "itl_stream_mean_ms": percentiles(sorted(self.stream_itl)),
-            "end_after_last_token_ms": percentiles(sorted(self.tails)),
-            "durations": self.durations,
-            "errors": self.errors_in_window, "error_kinds": self.errors,
+            "end_after_last_token_ms": percentiles(sorted(self.tails)), "stalled": stalled,
+            "errors": self.errors_in_window + stalled, "error_kinds": self.errors,
         }
 
 
 def main(argv: list[str]) -> int:
     with open(argv[0]) as f:
         cfg = json.load(f)
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 1,000+ sockets
     run = _LongRun(cfg) if cfg["mode"] == "long" else _StreamRun(cfg)
     result = run.run()

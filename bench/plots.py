@@ -18,7 +18,7 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 _SCENARIO_TITLES = {"long": "long prompts (/v1/completions)", "tokenize": "long prompts (/tokenize)",
                     "stream": "short streaming"}

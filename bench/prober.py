@@ -23,9 +23,9 @@ from bench.stats import percentiles
 
 
 class _Probe(Exchange):
-    __slots__ = ("prober", "conn", "t_start", "status")
+    __slots__ = ("conn", "prober", "status", "t_start")
 
-    def __init__(self, prober: "_Prober", t_start: float) -> None:
+    def __init__(self, prober: _Prober, t_start: float) -> None:
         self.prober = prober
         self.t_start = t_start
         self.status = 0

@@ -85,12 +85,12 @@ def _long_table(results: dict[str, Any], scenario: str) -> list[str]:
     first = rows[0]
     tokens = first["load"]["prompt_tokens_mean"]
     what = "/tokenize" if scenario == TOKENIZE else "/v1/completions, 4 output tokens"
-    out = [f"### {'Long prompts' if scenario == LONG else 'Long prompts to /tokenize'}: "
-           f"{first['timing']['chars']:,} characters (~{tokens:,.0f} tokens), {what}, "
-           f"{first['timing']['long_concurrency']} concurrent, /health probed "
-           f"{first['timing']['probe_rate']:.0f}/s", "",
-           "| configuration | req/s | prompt tok/s | /health p50 | p99 | p99.9 | max | errors "
-           "| server CPU s/req | vs tokenizer limit |",
+    out = [(f"### {'Long prompts' if scenario == LONG else 'Long prompts to /tokenize'}: "
+            f"{first['timing']['chars']:,} characters (~{tokens:,.0f} tokens), {what}, "
+            f"{first['timing']['long_concurrency']} concurrent, /health probed "
+            f"{first['timing']['probe_rate']:.0f}/s"), "",
+           ("| configuration | req/s | prompt tok/s | /health p50 | p99 | p99.9 | max | errors "
+            "| server CPU s/req | vs tokenizer limit |"),
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for p in rows:
         load, health = p["load"], p["health"]["latency_ms"]
@@ -131,11 +131,11 @@ def _stream_table(results: dict[str, Any]) -> list[str]:
     sim = rows[0]["sim"]
     expected_ttft = sim["ttft_ms"] + sim["itl_ms"] / 2
     t = rows[0]["timing"]
-    out = [f"### Short streaming: {t['stream_concurrency']:,} concurrent streams, 64–256 tokens each, "
-           f"simulator TTFT {sim['ttft_ms']:g} ms (+ half a step: {expected_ttft:g} ms expected), "
-           f"ITL {sim['itl_ms']:g} ms", "",
-           "| configuration | tokens/s | TTFT p50 | p99 | TTFT added p50 | ITL mean | ITL added "
-           "| token gap p99 | /health p99.9 | errors | server CPU ms/1k tok |",
+    out = [(f"### Short streaming: {t['stream_concurrency']:,} concurrent streams, 64–256 tokens "
+            f"each, simulator TTFT {sim['ttft_ms']:g} ms (+ half a step: {expected_ttft:g} ms "
+            f"expected), ITL {sim['itl_ms']:g} ms"), "",
+           ("| configuration | tokens/s | TTFT p50 | p99 | TTFT added p50 | ITL mean | ITL added "
+            "| token gap p99 | /health p99.9 | errors | server CPU ms/1k tok |"),
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for p in rows:
         load = p["load"]
@@ -155,8 +155,8 @@ def _limit_table(results: dict[str, Any]) -> list[str]:
     if not limits:
         return []
     first = limits[0]
-    out = [f"### Tokenizer limit: `text.tokenizer.Tokenizer.encode` alone, same prompts, "
-           f"pinned to CPUs {','.join(map(str, first['cpus']))}", "",
+    out = [(f"### Tokenizer limit: `text.tokenizer.Tokenizer.encode` alone, same prompts, "
+            f"pinned to CPUs {','.join(map(str, first['cpus']))}"), "",
            "| backend | threads | prompts/s | tokens/s | chars/token | CPU ms/prompt |",
            "|---|---:|---:|---:|---:|---:|"]
     for lim in limits:
@@ -170,9 +170,9 @@ def _side_by_side(results: dict[str, Any]) -> list[str]:
     """One column per frontend (greenfront's default configuration and every --target)."""
     labels = []
     for p in results["phases"]:
-        if p["settings"].get("kind") != "greenfront" or p["settings"].get("reference"):
-            if p["endpoint"] not in labels:
-                labels.append(p["endpoint"])
+        column = p["settings"].get("kind") != "greenfront" or p["settings"].get("reference")
+        if column and p["endpoint"] not in labels:
+            labels.append(p["endpoint"])
     if len(labels) < 2:
         return []
     metrics = [
@@ -267,8 +267,8 @@ def _load_side_table(results: dict[str, Any]) -> list[str]:
         out.append(f"| {phase_id(p)} | {c['loadgen'] / w:.0%} | {c['prober'] / w:.0%} "
                    f"| {c['engine'] / w:.0%} | {c['server'] / w:.0%} "
                    f"| {_ms(p['health']['prober_lateness_ms']['p99'])} |")
-    return out + ["", "CPU columns: share of one core over the measurement window "
-                  "(server: all its processes, so up to 200% on 2 cores)."]
+    return out + ["", ("CPU columns: share of one core over the measurement window "
+                       "(server: all its processes, so up to 200% on 2 cores).")]
 
 
 def render(results: dict[str, Any], plots: list[str]) -> str:
@@ -278,7 +278,15 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
              f"- Machine: {meta['machine']}",
              f"- Code: {meta['commit']}",
              f"- Pinning: {meta['pinning']}",
-             f"- Engine: built-in simulator `{meta['sim_args']}` (never the bottleneck)", ""]
+             f"- Engine: built-in simulator `{meta['sim_args']}` (never the bottleneck)"]
+    if meta.get("code_changed_during_run"):
+        lines.append(f"- **Warning**: the code changed during the run (at the end: "
+                     f"{meta['code_changed_during_run']}); configurations measured before and "
+                     f"after are not comparable")
+    if meta.get("busy_at_start"):
+        lines.append(f"- **Warning**: other processes used the CPU when the run started: "
+                     f"{', '.join(meta['busy_at_start'])}")
+    lines.append("")
     tgt = targets(results)
     lines += _targets_table(tgt)
     lines += _side_by_side(results)

@@ -26,7 +26,16 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench.deploy import DEFAULT_MODEL_DIR, ROOT, Endpoint, cpu_delta, cpu_seconds
+from bench.deploy import (
+    DEFAULT_MODEL_DIR,
+    ROOT,
+    Endpoint,
+    cmdline,
+    cpu_delta,
+    cpu_seconds,
+    pinned,
+    socket_counts,
+)
 
 #: Seconds given to a fresh load-generator/prober process to import and build its prompts.
 SPAWN_S = 1.5
@@ -82,11 +91,10 @@ def _spawn(module: str, cfg: dict[str, Any], workdir: str, name: str,
     out_path = os.path.join(workdir, f"{name}.out.json")
     with open(cfg_path, "w") as f:
         json.dump(cfg, f)
-    err = open(os.path.join(workdir, f"{name}.stderr"), "wb")
-    proc = subprocess.Popen([sys.executable, "-m", module, cfg_path, out_path], cwd=ROOT,
-                            stderr=err, start_new_session=True,
-                            preexec_fn=lambda: os.sched_setaffinity(0, cpus))
-    err.close()
+    with open(os.path.join(workdir, f"{name}.stderr"), "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", module, cfg_path, out_path], cwd=ROOT,
+                                stderr=err, start_new_session=True,
+                                preexec_fn=pinned(cpus))  # noqa: PLW1509 (no threads here)
     return proc, out_path
 
 
@@ -139,6 +147,7 @@ def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile
                   "loadgen": lambda: [load.pid], "prober": lambda: [probe.pid]}
         _sleep_until(t0)
         before = {k: cpu_seconds(f()) for k, f in groups.items()}
+        sockets = socket_counts(endpoint.server_pids())
         _sleep_until(t1)
         after = {k: cpu_seconds(f()) for k, f in groups.items()}
         load_result = _collect(load, load_out, 30.0)
@@ -150,6 +159,10 @@ def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile
                 proc.wait()
     cpu = {k: cpu_delta(before[k], after[k]) for k in groups}
     cpu["window_s"] = duration
+    # Per server process: shows whether the workers shared the load.
+    cpu["server_by_pid"] = {f"{pid} {cmdline(pid)[:60]}": round(v - before["server"].get(pid, 0), 3)
+                            for pid, v in after["server"].items()}
+    cpu["server_sockets_by_pid"] = {str(pid): n for pid, n in sockets.items()}
     return {"endpoint": endpoint.label, "scenario": scenario, "settings": endpoint.settings,
             "load": load_result, "health": probe_result, "cpu_s": cpu,
             "timing": asdict(timing), "sim": asdict(sim) | {"args": sim.args}}

@@ -5,7 +5,7 @@ Runs on: any benchmark process (pure functions).
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 #: The percentiles every latency summary carries (the report's columns pick from them).
 QUANTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99.9", 0.999))

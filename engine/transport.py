@@ -100,7 +100,11 @@ class Transport:
         """Send one multipart message to an engine, retrying while its identity reconnects;
         ``on_failed`` hears of a message that could not be delivered."""
         try:
-            self.router.send_multipart(frames, copy=False)
+            # NOTE: copy=True: pyzmq's zero-copy sends hand buffers to a garbage-collector
+            # thread that, under gevent's patched threading, raced and failed ("inproc://
+            # pyzmq.gc.01 already in use") and corrupted large ADDs; a memcpy of even an 82k-token
+            # prompt (~250 KB) costs microseconds.
+            self.router.send_multipart(frames)
             return
         except zmq.ZMQError as exc:
             if exc.errno != zmq.EHOSTUNREACH:
@@ -115,7 +119,7 @@ class Transport:
         while True:
             gevent.sleep(delay)
             try:
-                self.router.send_multipart(frames, copy=False)
+                self.router.send_multipart(frames)
                 return
             except zmq.ZMQError as exc:
                 if exc.errno != zmq.EHOSTUNREACH or gevent.get_hub().loop.now() > deadline:

@@ -82,6 +82,13 @@ def _watch_disconnect(sock: socket.socket, cancel: Cancellation) -> None:
     # Readable with data (a pipelined request): nothing more to learn here.
 
 
+def _client_gone(start_response: Callable) -> list[bytes]:
+    # gunicorn still writes a status line when the body ends; the client is gone, so that write
+    # fails with EPIPE/ECONNRESET, which gunicorn treats as a closed connection.
+    start_response("499 Client Closed Request", [("Content-Length", "0")])
+    return []
+
+
 class _Captured:
     """start_response as seen by the Falcon call: recorded, replayed later in the hub."""
 
@@ -181,7 +188,7 @@ class OffloadMiddleware:
             finally:
                 stop_watching()
             if cancel.cancelled:
-                return []
+                return _client_gone(start_response)
             start_response(status, headers)
             return [payload]
         if cancel.cancelled:
@@ -189,7 +196,7 @@ class OffloadMiddleware:
             if close is not None:
                 close()
             stop_watching()
-            return []
+            return _client_gone(start_response)
         start_response(captured.status, captured.headers)
         return _Finally(result, stop_watching)
 

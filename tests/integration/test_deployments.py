@@ -45,3 +45,25 @@ def test_two_engines_share_the_load_and_honour_a_pinned_rank(make_server):
     bad = requests.post(srv.url + "/v1/completions", json=body, timeout=60,
                         headers={"X-data-parallel-rank": "7"})
     assert bad.status_code == 400
+
+
+def test_concurrent_huge_prompts_all_complete(make_server):
+    # Regression: large ADD frames sent concurrently from the pool once came out corrupted
+    # (pyzmq zero-copy sends under gevent), and the engine ignored them: requests hung.
+    srv = make_server(sim_args="--max-model-len 131072 --output-mode echo --itl-ms 5")
+    words = "alpha beta Zürich café 1234 gamma, delta; epsilon".split()
+    results = []
+
+    def call(seed):
+        prompt = " ".join(words[(seed + i * 7) % len(words)] for i in range(40000))
+        r = requests.post(srv.url + "/v1/completions",
+                          json={"prompt": prompt, "max_tokens": 2}, timeout=60)
+        results.append((r.status_code, r.json()["usage"]["prompt_tokens"]))
+
+    threads = [threading.Thread(target=call, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 8 and all(code == 200 and n > 40000 for code, n in results), results
+    assert "ignoring request" not in srv.log()
