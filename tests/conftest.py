@@ -12,7 +12,5 @@ def model_dir(tmp_path_factory) -> str:
     preset = os.environ.get("GREENFRONT_TEST_MODEL_DIR")
     if preset and os.path.exists(os.path.join(preset, ".complete")):
         return preset
-    from text.make_default_model import main as make_model
-    out = str(tmp_path_factory.mktemp("model") / "tekken-tiny")
-    make_model([out])
-    return out
+    from text.make_default_model import build
+    return build(str(tmp_path_factory.mktemp("model") / "tekken-tiny"))
