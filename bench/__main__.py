@@ -173,12 +173,14 @@ def _headline(phase: dict[str, Any]) -> str:
 def _parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     speed = p.add_mutually_exclusive_group()
-    speed.add_argument("--quick", action="store_true", help="short phases (~1-2 minutes)")
+    speed.add_argument("--quick", action="store_true",
+                       help="short phases, 1 worker only (~1-2 minutes)")
     speed.add_argument("--smoke", action="store_true", help="tiny phases (test suite smoke run)")
     p.add_argument("--scenarios", default=",".join(SCENARIOS),
                    help=f"comma-separated subset of {','.join(SCENARIOS)}")
     p.add_argument("--backends", default="hf,fastokens", help="tokenizer backends of the matrix")
-    p.add_argument("--workers", default="1,2", help="gunicorn worker counts of the matrix")
+    p.add_argument("--workers", default=None,
+                   help="gunicorn worker counts of the matrix (default 1,2; --quick: 1)")
     p.add_argument("--offload", default="on,off", help="offload settings of the matrix")
     p.add_argument("--target", action="append", default=[], metavar="URL",
                    help="an already running OpenAI-compatible server (repeatable)")
@@ -206,6 +208,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     if unknown := set(args.scenarios) - set(SCENARIOS):
         p.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
     args.backends = [b for b in args.backends.split(",") if b]
+    if args.workers is None:
+        args.workers = "1" if args.quick else "1,2"
     args.workers = [int(w) for w in args.workers.split(",") if w]
     args.offload = [o in ("on", "1", "true") for o in args.offload.split(",") if o]
     args.vllm_peers = [k for k in args.vllm_peers.split(",") if k]

@@ -114,6 +114,15 @@ def socket_counts(pids: list[int]) -> dict[int, int]:
     return out
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds all CPUs spent busy since boot (/proc/stat): minus what the benchmark's own
+    processes used, it is what something else on the machine took during a phase."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / _CLK_TCK
+
+
 def cpu_delta(before: dict[int, float], after: dict[int, float]) -> float:
     """CPU seconds spent between two snapshots (processes born in between count whole)."""
     return sum(v - before.get(pid, 0.0) for pid, v in after.items())
@@ -169,9 +178,12 @@ def external_endpoint(label: str, url: str, health_url: str | None, pid: int | N
     """A server someone else started; with ``pid`` its process tree's CPU is reported."""
     health = health_url or url.rstrip("/") + "/health"
     wait_healthy(health, None, 10.0)
+
+    def engines() -> list[int]:  # a greenfront target's embedded simulator is its engine
+        return [p for p in tree(pid) if "engine.sim" in cmdline(p)] if pid else []
     return Endpoint(label, url.rstrip("/"), health, first_model(url),
-                    server_pids=(lambda: tree(pid)) if pid else list,
-                    settings={"kind": "external", "pid": pid})
+                    server_pids=(lambda: tree(pid, exclude=set(engines()))) if pid else list,
+                    engine_pids=engines, settings={"kind": "external", "pid": pid})
 
 
 def _stop_group(proc: subprocess.Popen | None, grace: float = 10.0) -> None:

@@ -68,7 +68,7 @@ def _health_timeline(phases: list[dict[str, Any]], scenario: str, path: str) -> 
         ax.set_xlabel("seconds into the window")
     fig.suptitle(f"/health latency of every probe: {_SCENARIO_TITLES.get(scenario, scenario)}")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=80)
     plt.close(fig)
 
 

@@ -157,12 +157,12 @@ def _limit_table(results: dict[str, Any]) -> list[str]:
     first = limits[0]
     out = [(f"### Tokenizer limit: `text.tokenizer.Tokenizer.encode` alone, same prompts, "
             f"pinned to CPUs {','.join(map(str, first['cpus']))}"), "",
-           "| backend | threads | prompts/s | tokens/s | chars/token | CPU ms/prompt |",
-           "|---|---:|---:|---:|---:|---:|"]
+           "| backend | threads | prompts/s | tokens/s | chars/token | CPU ms/prompt | other CPU |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
     for lim in limits:
         out.append(f"| {lim['backend']} | {lim['threads']} | {lim['prompts_per_s']:.1f} "
                    f"| {_num(lim['tokens_per_s'])} | {lim['chars_per_token']:.2f} "
-                   f"| {lim['cpu_s_per_prompt'] * 1000:.1f} |")
+                   f"| {lim['cpu_s_per_prompt'] * 1000:.1f} | {lim.get('other_cpu_share', 0):.0%} |")
     return out + [""]
 
 
@@ -260,15 +260,17 @@ def _targets_table(rows: list[dict[str, Any]]) -> list[str]:
 
 def _load_side_table(results: dict[str, Any]) -> list[str]:
     out = ["### Load side (is the measurement itself the bottleneck?)", "",
-           "| phase | load generator CPU | prober CPU | simulator CPU | server CPU | prober lateness p99 |",
-           "|---|---:|---:|---:|---:|---:|"]
+           ("| phase | load generator CPU | prober CPU | simulator CPU | server CPU | other CPU "
+            "| prober lateness p99 |"),
+           "|---|---:|---:|---:|---:|---:|---:|"]
     for p in results["phases"]:
         c, w = p["cpu_s"], p["cpu_s"]["window_s"]
         out.append(f"| {phase_id(p)} | {c['loadgen'] / w:.0%} | {c['prober'] / w:.0%} "
-                   f"| {c['engine'] / w:.0%} | {c['server'] / w:.0%} "
+                   f"| {c['engine'] / w:.0%} | {c['server'] / w:.0%} | {c.get('other', 0) / w:.0%} "
                    f"| {_ms(p['health']['prober_lateness_ms']['p99'])} |")
     return out + ["", ("CPU columns: share of one core over the measurement window "
-                       "(server: all its processes, so up to 200% on 2 cores).")]
+                       "(server: all its processes, so up to 200% on 2 cores; other: everything "
+                       "else the machine ran, which should stay near 0%).")]
 
 
 def render(results: dict[str, Any], plots: list[str]) -> str:
@@ -278,11 +280,30 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
              f"- Machine: {meta['machine']}",
              f"- Code: {meta['commit']}",
              f"- Pinning: {meta['pinning']}",
-             f"- Engine: built-in simulator `{meta['sim_args']}` (never the bottleneck)"]
+             f"- Engine: built-in simulator `{meta['sim_args']}` (its CPU: \"Load side\" below)"]
     if meta.get("code_changed_during_run"):
         lines.append(f"- **Warning**: the code changed during the run (at the end: "
                      f"{meta['code_changed_during_run']}); configurations measured before and "
                      f"after are not comparable")
+    noisy = [phase_id(p) for p in results["phases"]
+             if p["cpu_s"].get("other", 0) / p["cpu_s"]["window_s"] > 0.15
+             and p["settings"].get("kind") != "external"]
+    noisy += [f"limit {lim['backend']} x{lim['threads']}" for lim in results.get("limits", [])
+              if lim.get("other_cpu_share", 0) > 0.15]
+    cores = max(1, len(meta.get("client_cpus", [1])))
+
+    def client_share(p: dict[str, Any]) -> float:
+        c = p["cpu_s"]
+        return (c["engine"] + c["loadgen"] + c["prober"]) / c["window_s"] / cores
+    crowded = [f"{phase_id(p)} ({client_share(p):.0%})" for p in results["phases"]
+               if client_share(p) > 0.75]
+    if crowded:
+        lines.append(f"- **Note**: the simulator, load generator and prober together used over 75% "
+                     f"of their core(s) in: {', '.join(crowded)}; there the load side, not the "
+                     f"frontend, may bound the figures")
+    if noisy:
+        lines.append(f"- **Warning**: other processes took over 15% of a core during: "
+                     f"{', '.join(noisy)} (see the \"other CPU\" columns); those figures are low")
     if meta.get("busy_at_start"):
         lines.append(f"- **Warning**: other processes used the CPU when the run started: "
                      f"{', '.join(meta['busy_at_start'])}")

@@ -22,6 +22,7 @@ import threading
 from time import monotonic
 from typing import Any
 
+from bench.deploy import machine_busy_seconds
 from bench.textgen import PromptSource
 
 
@@ -49,6 +50,7 @@ def measure(model_dir: str, backend: str, threads: int, duration: float, chars: 
         done.append((n, tokens))
 
     before = resource.getrusage(resource.RUSAGE_SELF)
+    busy_before = machine_busy_seconds()
     pool = [threading.Thread(target=work) for _ in range(threads)]
     for t in pool:
         t.start()
@@ -57,6 +59,7 @@ def measure(model_dir: str, backend: str, threads: int, duration: float, chars: 
     wall = monotonic() - start
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    other = max(0.0, machine_busy_seconds() - busy_before - cpu)
     count = sum(n for n, _ in done)
     tokens = sum(t for _, t in done)
     return {
@@ -65,6 +68,7 @@ def measure(model_dir: str, backend: str, threads: int, duration: float, chars: 
         "prompts_per_s": count / wall, "tokens_per_s": tokens / wall,
         "chars_per_token": chars / (tokens / count) if tokens else 0.0,
         "cpu_s_per_prompt": cpu / count if count else 0.0,
+        "other_cpu_share": other / wall,  # other processes' CPU meanwhile (cores)
     }
 
 

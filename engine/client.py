@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import secrets
+import random
 from typing import Any, Callable
 
 import gevent
@@ -28,6 +28,9 @@ from runtime.engine_thread import EngineThread
 from runtime.handoff import HubInbox, run_each
 
 log = logging.getLogger("greenfront.engine")
+
+#: The random suffix of internal request ids (vLLM's `<external>-<8 hex>`).
+_suffixes = random.Random()
 
 
 class EngineClient:
@@ -133,7 +136,8 @@ class EngineClient:
 
     # -- requests (pool thread or HTTP hub) -------------------------------------------------
     def new_request_id(self, external_id: str) -> str:
-        return f"{external_id}-{secrets.token_hex(4)}"
+        # PERF: no os.urandom syscall per request (secrets.token_hex was 17% of pool threads).
+        return f"{external_id}-{_suffixes.getrandbits(32):08x}"
 
     def pick_rank(self, requested: int | None = None) -> int:
         """The least-loaded engine, or the one the client pinned (X-data-parallel-rank)."""

@@ -63,16 +63,16 @@ def stream_prefill(hf, prompt_token_ids: Sequence[int], skip_special_tokens: boo
     case in which DecodeStream copies the entire prompt text into the output, text-parity §2.3).
     Otherwise (or with ``window=None``) the whole prompt is used, exactly as vLLM does.
     """
-    ids = list(prompt_token_ids)
+    ids = prompt_token_ids
     if window is None or len(ids) <= 4 * window:
-        return ids
-    head, tail = ids[-2 * window:-window], ids[-window:]
+        return list(ids)
+    head, tail = list(ids[-2 * window:-window]), list(ids[-window:])
     head_text, tail_text, joint = hf.decode_batch([head, tail, head + tail],
                                                   skip_special_tokens=skip_special_tokens)
     if (joint == head_text + tail_text and not head_text.endswith("\ufffd")
             and not tail_text.endswith("\ufffd")):
         return tail
-    return ids
+    return list(ids)
 
 
 class IncrementalDetokenizer:
