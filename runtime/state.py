@@ -9,6 +9,7 @@ Runs on: the HTTP hub (start/stop); ``serving_context`` is read from pool thread
 """
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import time
@@ -66,6 +67,10 @@ class WorkerState:
         gevent.spawn(self._watch_registration)
         if cfg.log_stats:
             gevent.spawn(self.metrics.log_periodically, cfg.log_stats_interval)
+        # PERF: a full collection walked the ~40k objects of the tokenizer, templates and app
+        # (9 ms holding the GIL: a stall of every hub); frozen, they are never walked again.
+        gc.collect()
+        gc.freeze()
         log.info("worker %d: slot %d, tokenizer backend %s, %d request threads, offload %s",
                  self.pid, cfg.worker_slot, self.tokenizer.backend, cfg.request_threads,
                  "on" if cfg.offload else "off")
