@@ -30,7 +30,7 @@ from time import monotonic
 from typing import Any
 
 from bench.client import Connection, Exchange, Loop
-from bench.stats import percentiles
+from bench.stats import percentiles, write_result
 from bench.textgen import PromptSource, short_prompt
 
 _PROMPT_TOKENS = re.compile(rb'"(?:prompt_tokens|count)":\s*(\d+)')
@@ -79,9 +79,21 @@ class _Load:
             return None
 
 
+class _RunExchange(Exchange):
+    """An exchange that reports its end to the run that sent it (``self.run``)."""
+
+    __slots__ = ()
+
+    def on_done(self, t: float) -> None:
+        self.run.finished(self, t)
+
+    def on_error(self, reason: str, t: float) -> None:
+        self.run.failed(self, reason, t)
+
+
 # -- long prompts ---------------------------------------------------------------------------------
 
-class _LongExchange(Exchange):
+class _LongExchange(_RunExchange):
     __slots__ = ("conn", "head", "run", "size", "status", "t_send", "tail")
 
     def __init__(self, run: _LongRun, conn: Connection, t_send: float) -> None:
@@ -101,12 +113,6 @@ class _LongExchange(Exchange):
             self.head += data
         else:
             self.tail = (self.tail + data[-512:])[-512:]
-
-    def on_done(self, t: float) -> None:
-        self.run.finished(self, t)
-
-    def on_error(self, reason: str, t: float) -> None:
-        self.run.failed(self, reason, t)
 
 
 class _LongRun(_Load):
@@ -181,7 +187,7 @@ class _LongRun(_Load):
 
 # -- short streams --------------------------------------------------------------------------------
 
-class _StreamExchange(Exchange):
+class _StreamExchange(_RunExchange):
     __slots__ = (
         "carry",
         "conn",
@@ -243,12 +249,6 @@ class _StreamExchange(Exchange):
             run.events_in_window += content
         self.events += content
         self.last = t
-
-    def on_done(self, t: float) -> None:
-        self.run.finished(self, t)
-
-    def on_error(self, reason: str, t: float) -> None:
-        self.run.failed(self, reason, t)
 
 
 class _StreamRun(_Load):
@@ -337,11 +337,7 @@ def main(argv: list[str]) -> int:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 1,000+ sockets
     run = _LongRun(cfg) if cfg["mode"] == "long" else _StreamRun(cfg)
-    result = run.run()
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    result["cpu_s_total"] = usage.ru_utime + usage.ru_stime
-    with open(argv[1], "w") as f:
-        json.dump(result, f)
+    write_result(argv[1], run.run())
     return 0
 
 

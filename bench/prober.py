@@ -12,14 +12,13 @@ Runs on: its own process, one thread, a ``bench.client.Loop``; pinned by the orc
 from __future__ import annotations
 
 import json
-import resource
 import sys
 from time import monotonic
 from typing import Any
 from urllib.parse import urlsplit
 
 from bench.client import Connection, Exchange, Loop
-from bench.stats import percentiles
+from bench.stats import percentiles, write_result
 
 
 class _Probe(Exchange):
@@ -112,11 +111,7 @@ class _Prober:
 def main(argv: list[str]) -> int:
     with open(argv[0]) as f:
         cfg = json.load(f)
-    result = _Prober(cfg).run(cfg["t_begin"])
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    result["cpu_s_total"] = usage.ru_utime + usage.ru_stime
-    with open(argv[1], "w") as f:
-        json.dump(result, f)
+    write_result(argv[1], _Prober(cfg).run(cfg["t_begin"]))
     return 0
 
 
