@@ -128,7 +128,20 @@ def test_sigterm_to_vllm_serve_ends_everything_cleanly(stacks):
     code = ours.terminate(timeout=60)
     assert code == 0, ours.log()
     assert time.time() - started < 30
-    assert not [p for p in tree if _alive(p)]
+    # vLLM's multiprocessing resource tracker may outlive the main process by a moment.
+    deadline = time.time() + 15
+    while [p for p in tree if _alive(p)] and time.time() < deadline:
+        time.sleep(0.2)
+    left = {p: _cmdline(p) for p in tree if _alive(p)}
+    assert not left, left
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")[:200]
+    except OSError:
+        return "?"
 
 
 def _alive(pid: int) -> bool:
