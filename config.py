@@ -113,7 +113,6 @@ class Config:
     engine_mode: str = "sim"
     engine_start: int = 0
     engine_count: int = 1
-    data_parallel_size: int = 1
     input_fd: int | None = None
     output_fd: int | None = None
     coordinator_address: str = ""
@@ -211,7 +210,6 @@ class Config:
             engine_mode=r.get("GREENFRONT_ENGINE", _choice("sim", "external", "launched"), "sim"),
             engine_start=r.get("GREENFRONT_ENGINE_START", _non_negative_int, 0),
             engine_count=r.get("GREENFRONT_ENGINE_COUNT", _positive_int, 1),
-            data_parallel_size=r.get("GREENFRONT_DATA_PARALLEL_SIZE", _positive_int, 1),
             input_fd=r.get("GREENFRONT_INPUT_FD", _non_negative_int, None),
             output_fd=r.get("GREENFRONT_OUTPUT_FD", _non_negative_int, None),
             coordinator_address=r.get("GREENFRONT_COORDINATOR_ADDRESS", str, ""),

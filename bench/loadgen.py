@@ -71,6 +71,19 @@ class _Load:
             self.errors[f"no answer after {STALL_S:g} s"] = n
         return n
 
+    def usable(self, conn: Connection | None, now: float) -> Connection | None:
+        """The connection a client's next request goes on: None once the window has ended
+        (the connection is closed), or while a new one cannot be made (retried in 50 ms)."""
+        if now >= self.t1:
+            if conn is not None:
+                conn.close()
+            return None
+        if conn is None or conn.closed:
+            conn = self.connect()
+            if conn is None:
+                self.loop.call_at(now + 0.05, lambda t: self.start(None, t))
+        return conn
+
     def connect(self) -> Connection | None:
         try:
             return Connection(self.loop, self.host, self.port)
@@ -134,15 +147,9 @@ class _LongRun(_Load):
                 + str(cfg["max_tokens"]).encode() + b',"temperature":0,"ignore_eos":true}')
 
     def start(self, conn: Connection | None, now: float) -> None:
-        if now >= self.t1:
-            if conn is not None:
-                conn.close()
+        conn = self.usable(conn, now)
+        if conn is None:
             return
-        if conn is None or conn.closed:
-            conn = self.connect()
-            if conn is None:
-                self.loop.call_at(now + 0.05, lambda t: self.start(None, t))
-                return
         path = "/tokenize" if self.cfg["endpoint"] == "tokenize" else "/v1/completions"
         raw = _request(self.host, self.port, path, self.body(), close=True)
         self.sent += 1
@@ -267,15 +274,9 @@ class _StreamRun(_Load):
         self.completed = 0
 
     def start(self, conn: Connection | None, now: float) -> None:
-        if now >= self.t1:
-            if conn is not None:
-                conn.close()
+        conn = self.usable(conn, now)
+        if conn is None:
             return
-        if conn is None or conn.closed:
-            conn = self.connect()
-            if conn is None:
-                self.loop.call_at(now + 0.05, lambda t: self.start(None, t))
-                return
         cfg = self.cfg
         self.index += 1
         body = json.dumps({

@@ -48,7 +48,7 @@ class EngineClient:
                  engine_start: int = 0, engine_count: int = 1, io_threads: int = 4,
                  max_model_len_cap: int | None = None, registration_dir: str = "",
                  input_fd: int | None = None, output_fd: int | None = None,
-                 coordinator_address: str = "", data_parallel_size: int | None = None,
+                 coordinator_address: str = "",
                  on_dead: Callable[[str], None] | None = None,
                  on_stats: Callable[[int, Any], None] | None = None) -> None:
         self.client_index = client_index
@@ -61,7 +61,6 @@ class EngineClient:
         self._on_stats = on_stats
         self._coordinator_address = coordinator_address
         self.engine_start = engine_start
-        self.data_parallel_size = data_parallel_size or engine_count
         # Latest DP coordinator view (§7.2): per-rank [waiting, running, kv_usage] of our ranks,
         # the current wave, and whether the engines are running a wave.
         self._load: dict[int, list] = {}

@@ -80,9 +80,7 @@ class Transport:
             self.pull.setsockopt(zmq.USE_FD, output_fd)
         self.router.bind(input_address)
         self.pull.bind(output_address)
-        self._monitor = self.router.get_monitor_socket(
-            zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
-        self.connected = 0
+        self._monitor = self.router.get_monitor_socket(zmq.EVENT_DISCONNECTED)
         self._greenlets = [gevent.spawn(self._recv_outputs), gevent.spawn(self._recv_router),
                            gevent.spawn(self._watch_connections)]
         self.coordinator = None
@@ -154,10 +152,7 @@ class Transport:
     def _watch_connections(self) -> None:
         while True:
             event = parse_monitor_message(self._monitor.recv_multipart())
-            if event["event"] == zmq.EVENT_ACCEPTED:
-                self.connected += 1
-            elif event["event"] == zmq.EVENT_DISCONNECTED:
-                self.connected -= 1
+            if event["event"] == zmq.EVENT_DISCONNECTED:
                 self._on_dead("an engine's connection to this frontend was lost")
 
     def _recv_coordinator(self) -> None:

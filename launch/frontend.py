@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="inherited listener adopted as the engines' output PULL")
     frontend.add_argument("--engine-start-index", type=int, default=0)
     frontend.add_argument("--engine-count", type=int, default=1)
+    # Deployment-wide DP size: the coordinator's counts are sliced by start index and count.
     frontend.add_argument("--data-parallel-size", type=int, default=None)
     frontend.add_argument("--coordinator-address", default=None)
     frontend.add_argument("--grpc-listen-fd", type=int, default=None,
@@ -56,7 +57,6 @@ def launch_settings(ns: argparse.Namespace) -> dict[str, str]:
         "GREENFRONT_OUTPUT_FD": str(ns.output_listener_fd),
         "GREENFRONT_ENGINE_START": str(ns.engine_start_index),
         "GREENFRONT_ENGINE_COUNT": str(ns.engine_count),
-        "GREENFRONT_DATA_PARALLEL_SIZE": str(ns.data_parallel_size or ns.engine_count),
         "GREENFRONT_COORDINATOR_ADDRESS": ns.coordinator_address or "",
     })
     return settings

@@ -88,7 +88,7 @@ class WorkerState:
             input_address=inputs[0], output_address=outputs[0],
             input_fd=inputs[1], output_fd=outputs[1],
             client_index=cfg.worker_slot, engine_start=cfg.engine_start,
-            engine_count=cfg.engine_count, data_parallel_size=cfg.data_parallel_size,
+            engine_count=cfg.engine_count,
             coordinator_address=cfg.coordinator_address,
             io_threads=cfg.zmq_threads, max_model_len_cap=cfg.max_model_len,
             registration_dir=cfg.run_dir, on_dead=self._on_engine_dead,
