@@ -136,6 +136,7 @@ class Config:
     worker_count: int = 1
     sim_args: str = ""
     engine_ready_timeout: float = 600.0
+    accept_wait: float = 10.0
     max_body_bytes: int = 256 * 1024 * 1024
     system_fingerprint: str | None = "greenfront-0.1.0"
     api_keys: tuple[str, ...] = ()
@@ -242,6 +243,7 @@ class Config:
             sim_args=r.get("GREENFRONT_SIM_ARGS", str, ""),
             engine_ready_timeout=r.get(("GREENFRONT_ENGINE_READY_TIMEOUT",
                                         "VLLM_ENGINE_READY_TIMEOUT_S"), _non_negative_float, 600.0),
+            accept_wait=r.get("GREENFRONT_ACCEPT_WAIT", _non_negative_float, 10.0),
             max_body_bytes=r.get("GREENFRONT_MAX_BODY_BYTES", _positive_int, 256 * 1024 * 1024),
             system_fingerprint=r.get("GREENFRONT_SYSTEM_FINGERPRINT", str, "greenfront-0.1.0") or None,
             api_keys=keys,

@@ -111,6 +111,7 @@ def post_worker_init(worker):
     state = getattr(worker.wsgi, "state", None)
     if state is not None:
         state.start()
+        state.wait_for_engines(worker.notify)
 
 
 def worker_exit(server, worker):

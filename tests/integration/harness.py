@@ -67,11 +67,8 @@ class GreenfrontServer:
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 60.0, wait_healthy: bool = True) -> "GreenfrontServer":
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "app:api"],
-            cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True)
+        """Start gunicorn and wait for /health: for a 200, or for any answer."""
+        self.launch()
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -85,6 +82,15 @@ class GreenfrontServer:
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"greenfront did not become healthy in {timeout} s:\n{self.log()}")
+
+    def launch(self) -> "GreenfrontServer":
+        """Start gunicorn without waiting for anything."""
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "app:api"],
+            cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        return self
 
     def log(self) -> str:
         try:

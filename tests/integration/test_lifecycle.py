@@ -6,10 +6,14 @@ import os
 import re
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 
 import requests
+
+from tests.integration.harness import ROOT, GreenfrontServer, free_port
 
 
 def _stream_request(server, body: dict) -> socket.socket:
@@ -127,6 +131,41 @@ def test_two_workers_and_a_restarted_worker_reconnects(make_server):
     assert ok == 8, srv.log()
 
 
+def test_a_worker_accepts_connections_only_once_its_engine_registered(model_dir, tmp_path):
+    # No engine at first: a /health sent now waits in the listen backlog instead of getting the
+    # 503 a worker without engines would answer; it is answered 200 once the engine joins.
+    handshake = f"tcp://127.0.0.1:{free_port()}"
+    srv = GreenfrontServer(model_dir, env={"GREENFRONT_ENGINE": "external",
+                                           "GREENFRONT_ACCEPT_WAIT": "120",
+                                           "GREENFRONT_HANDSHAKE_ADDRESS": handshake}).launch()
+    engine = None
+    try:
+        answers: list = []
+
+        def probe():
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                try:
+                    answers.append(requests.get(srv.url + "/health", timeout=60).status_code)
+                    return
+                except requests.ConnectionError:
+                    time.sleep(0.05)  # not even listening yet
+        prober = threading.Thread(target=probe)
+        prober.start()
+        assert _wait_for(lambda: "waiting for 1 external engine" in srv.log())
+        time.sleep(1.0)
+        assert not answers
+        engine = subprocess.Popen([sys.executable, "-m", "engine.sim", "--handshake", handshake],
+                                  cwd=ROOT)
+        prober.join(90)
+        assert answers == [200], srv.log()
+    finally:
+        srv.stop()
+        if engine is not None:
+            engine.kill()
+            engine.wait()
+
+
 def test_a_crash_in_request_work_is_a_500_and_the_worker_lives_on(server):
     workers = server.worker_pids()
     # Token ids beyond 32 bits make the tokenizer library raise inside the pool thread.
@@ -140,6 +179,7 @@ def test_a_crash_in_request_work_is_a_500_and_the_worker_lives_on(server):
 
 def test_before_any_engine_registers_health_is_503_and_requests_get_503(make_server):
     srv = make_server(wait_healthy=False, env={"GREENFRONT_ENGINE": "external",
+                                               "GREENFRONT_ACCEPT_WAIT": "0",
                                                "GREENFRONT_HANDSHAKE_ADDRESS": "tcp://127.0.0.1:1"})
     assert requests.get(srv.url + "/health", timeout=10).status_code == 503
     r = requests.post(srv.url + "/v1/completions", json={"prompt": "hi"}, timeout=10)
