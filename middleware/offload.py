@@ -20,10 +20,10 @@ from typing import Any, Callable, Iterable
 
 import gevent
 import gevent.socket
-from gevent.threadpool import ThreadPool
 
 from errors import ApiError, PayloadTooLarge, ServerError
 from middleware.errors import wsgi_error
+from runtime.request_pool import RequestPool, Skipped
 
 log = logging.getLogger("greenfront.offload")
 
@@ -133,7 +133,7 @@ class OffloadMiddleware:
         max_body_bytes: larger bodies get 413.
     """
 
-    def __init__(self, app: Callable, *, pool: Callable[[], ThreadPool], enabled: bool,
+    def __init__(self, app: Callable, *, pool: Callable[[], RequestPool], enabled: bool,
                  max_body_bytes: int, before: Callable[[], None] | None = None) -> None:
         self._app = app
         self._pool = pool
@@ -172,9 +172,13 @@ class OffloadMiddleware:
         captured = _Captured()
         try:
             if self._enabled:
-                result = self._pool().apply(self._app, (environ, captured))
+                result = self._pool().apply(self._app, (environ, captured),
+                                            cancelled=lambda: cancel.cancelled)
             else:
                 result = self._app(environ, captured)
+        except Skipped:  # the client left while its request waited for a thread
+            stop_watching()
+            return _client_gone(start_response)
         except Exception as exc:  # Falcon's handlers catch nearly everything; this is the rest
             log.exception("request work failed outside Falcon")
             stop_watching()

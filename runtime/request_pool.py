@@ -1,31 +1,114 @@
-"""The request-work pool: native OS threads behind ``gevent.threadpool.ThreadPool``.
+"""The request-work pool: native OS threads from ``gevent.threadpool.ThreadPool``, fed by one
+native queue, answering through a ``HubInbox``.
 
 Offloaded requests run here: JSON parsing, validation, chat-template rendering and tokenization
 (GIL-releasing ``*_batch`` calls). One pool per worker process, made lazily after fork (a pool made
 before fork would have threads that do not exist in the child).
 
-Runs on: created from the HTTP hub; its threads run the offloaded Falcon calls.
+Why not ``ThreadPool.apply`` per request: gevent frees a pool slot through a callback in the hub,
+so at most ``size`` requests are queued or running and each further one waits for a hub loop
+iteration. Under 1,000 streams an iteration is several milliseconds of output dispatch, and new
+requests were admitted at ~2 per iteration (make bench: time to first token p99 of 20 s). Here the
+ThreadPool's threads each run one long task that takes work from a native queue, which accepts
+any number of requests without the hub, and results come back coalesced through one async
+watcher (gevent-physics.md §2).
+
+Runs on: created and called from the HTTP hub; its threads run the offloaded Falcon calls.
 """
 from __future__ import annotations
 
+import _queue  # the C SimpleQueue: gevent's monkey-patching swaps out ``queue.SimpleQueue``
+import logging
 import os
 import sys
+from typing import Any, Callable
 
+from gevent.event import AsyncResult
 from gevent.threadpool import ThreadPool
 
-_pool: ThreadPool | None = None
+from runtime.handoff import HubInbox, run_each
+
+log = logging.getLogger("greenfront.pool")
+
+_STOP = None
+
+
+class Skipped(Exception):
+    """The work was cancelled before a thread picked it up; it never ran."""
+
+
+class RequestPool:
+    """``size`` native threads running calls handed over from the HTTP hub.
+
+    Args:
+        size: number of threads.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._queue: Any = _queue.SimpleQueue()
+        self._inbox: HubInbox[Callable[[], None]] = HubInbox(run_each)
+        self._threads = ThreadPool(size)
+        for _ in range(size):
+            self._threads.spawn(self._serve)
+
+    def apply(self, fn: Callable[..., Any], args: tuple = (),
+              cancelled: Callable[[], bool] | None = None) -> Any:
+        """HTTP hub: run ``fn(*args)`` on a pool thread and wait (this greenlet only) for it.
+
+        Raises what ``fn`` raised, or ``Skipped`` when ``cancelled()`` was true before a thread
+        started it.
+        """
+        result: AsyncResult = AsyncResult()
+        self._queue.put((fn, args, cancelled, result))
+        return result.get()
+
+    def _serve(self) -> None:
+        """Pool thread: run queued calls until told to stop."""
+        get, post = self._queue.get, self._inbox.post
+        while True:
+            item = get()
+            if item is _STOP:
+                return
+            fn, args, cancelled, result = item
+            if cancelled is not None and cancelled():
+                post(_deliver(result, None, Skipped()))
+                continue
+            try:
+                value = fn(*args)
+            except BaseException as exc:  # handed to the waiting greenlet, never lost here
+                post(_deliver(result, None, exc))
+            else:
+                post(_deliver(result, value, None))
+            del item, fn, args, result
+
+    def shutdown(self) -> None:
+        """Stop the threads once they finish what they run; never waits for them."""
+        for _ in range(self.size):
+            self._queue.put(_STOP)
+        self._inbox.close()
+
+
+def _deliver(result: AsyncResult, value: Any, exc: BaseException | None) -> Callable[[], None]:
+    """The hub-side half: an AsyncResult belongs to the hub, so it is set there."""
+    if exc is None:
+        return lambda: result.set(value)
+    return lambda: result.set_exception(exc)
+
+
+_pool: RequestPool | None = None
 _pool_pid: int | None = None
 
 
-def get_pool(size: int, switch_interval: float) -> ThreadPool:
-    """The process's request pool, created on first use in this process."""
+def get_pool(size: int, switch_interval: float) -> RequestPool:
+    """The process's request pool, created on first use in this process (from its HTTP hub)."""
     global _pool, _pool_pid
     if _pool is None or _pool_pid != os.getpid():
         # NOTE: gevent-physics.md §1: with the default 5 ms switch interval a Python-heavy pool
         # thread (jinja2) holds the HTTP hub for up to 5 ms at a time.
         if switch_interval > 0:
             sys.setswitchinterval(switch_interval)
-        _pool = ThreadPool(size)
+        _pool = RequestPool(size)
         _pool_pid = os.getpid()
     return _pool
 
@@ -34,5 +117,5 @@ def shutdown_pool() -> None:
     """Stop accepting work without waiting for running tasks (shutdown never blocks on a pool)."""
     global _pool
     if _pool is not None and _pool_pid == os.getpid():
-        _pool.kill()
+        _pool.shutdown()
     _pool = None

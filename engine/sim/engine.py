@@ -371,10 +371,6 @@ class SimEngine:
         except SamplingParamsError as exc:
             self._input_error(f"{req.request_id}: invalid SamplingParams: {exc}")
             return
-        prompt = req.prompt_token_ids
-        if prompt and (min(prompt) < 0 or max(prompt) >= 2**31):
-            self._input_error(f"{req.request_id}: prompt token ids outside int32")
-            return
         if not 0 <= req.client_index < len(self._outputs):
             self._input_error(f"{req.request_id}: client_index {req.client_index} has no output socket")
             return

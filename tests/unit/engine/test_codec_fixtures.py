@@ -389,6 +389,16 @@ def test_spec_10_3_nine_element_add_and_short_arrays() -> None:
         decode_request([RequestType.ADD, msgspec.msgpack.encode(["r", [1], None, None])])
 
 
+@pytest.mark.parametrize("bad_id", [-1, 2**31])
+def test_a_prompt_id_no_engine_can_hold_is_an_undecodable_add(bad_id: int) -> None:
+    payload = msgspec.msgpack.encode(["r", [1, bad_id], None, None, None, 1.0, None, None, None])
+    with pytest.raises(ProtocolError, match=r"\$\[1\]\[1\]"):  # the prompt, its second id
+        decode_request([RequestType.ADD, payload])
+    kind, req = decode_request([RequestType.ADD, msgspec.msgpack.encode(
+        ["r", [0, 2**31 - 1], None, None, None, 1.0, None, None, None])])
+    assert req.prompt_token_ids == [0, 2**31 - 1]
+
+
 def test_vllm_rs_style_add_decodes() -> None:
     # Spec §10.2: float32 floats, defaults sent explicitly.
     payload = msgspec.msgpack.encode(

@@ -1,0 +1,72 @@
+"""The request pool: calls run on native threads, results and errors come back to the waiting
+greenlet, cancelled work is skipped, and queued work does not wait for the hub."""
+from __future__ import annotations
+
+import gevent
+import pytest
+from gevent import monkey
+
+from runtime.request_pool import RequestPool, Skipped
+
+_native_sleep = monkey.get_original("time", "sleep")
+_native_ident = monkey.get_original("_thread", "get_ident")
+
+
+@pytest.fixture
+def pool():
+    p = RequestPool(2)
+    yield p
+    p.shutdown()
+
+
+def test_calls_run_on_other_native_threads_and_return_their_values(pool):
+    hub_thread = _native_ident()
+    results = [gevent.spawn(pool.apply, lambda x: (x * 2, _native_ident()), (i,))
+               for i in range(50)]
+    gevent.joinall(results, timeout=10, raise_error=True)
+    assert [g.value[0] for g in results] == [i * 2 for i in range(50)]
+    threads = {g.value[1] for g in results}
+    assert hub_thread not in threads and 1 <= len(threads) <= 2
+
+
+def test_an_exception_reaches_the_waiting_greenlet_and_the_threads_live_on(pool):
+    def boom():
+        raise ValueError("bad input")
+
+    with pytest.raises(ValueError, match="bad input"):
+        pool.apply(boom)
+    assert pool.apply(lambda: "still here") == "still here"
+
+
+def test_work_cancelled_before_a_thread_takes_it_is_skipped(pool):
+    ran = []
+    gate = monkey.get_original("threading", "Event")()
+    # Two calls occupy both threads until the gate opens; the third waits in the queue.
+    blockers = [gevent.spawn(pool.apply, gate.wait, (10,)) for _ in range(2)]
+    cancelled = [False]
+    waiter = gevent.spawn(pool.apply, lambda: ran.append(1), (), lambda: cancelled[0])
+    gevent.sleep(0.05)
+    cancelled[0] = True
+    gate.set()
+    gevent.joinall(blockers + [waiter], timeout=10)
+    assert isinstance(waiter.exception, Skipped)
+    assert ran == []
+
+
+def test_queued_work_keeps_flowing_while_the_hub_is_busy(pool):
+    # gevent's ThreadPool.apply admits at most `size` calls until the hub frees slots; here the
+    # threads take every queued call while the hub does not run at all.
+    done = []
+    lock = monkey.get_original("threading", "Lock")()
+
+    def work(i):
+        with lock:
+            done.append(i)
+
+    greenlets = [gevent.spawn(pool.apply, work, (i,)) for i in range(40)]
+    gevent.sleep(0)  # every greenlet has queued its call
+    _native_sleep(0.5)  # the hub is blocked: nothing can be freed through it
+    with lock:
+        ran_while_blocked = len(done)
+    gevent.joinall(greenlets, timeout=10, raise_error=True)
+    assert ran_while_blocked == 40
