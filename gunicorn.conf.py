@@ -89,22 +89,9 @@ def pre_fork(server, worker):
 
 def post_fork(server, worker):
     os.environ["GREENFRONT_WORKER_SLOT"] = str(worker.greenfront_slot)
-    _accept_in_batches()
+    from runtime.accept import install
 
-
-def _accept_in_batches() -> None:
-    """PERF: with several workers gunicorn's gevent worker accepts one connection per loop
-    iteration (``max_accept = 1``, to spread connections over workers). Under streaming load
-    that left 200+ connections, /health probes among them, waiting 1-4 s in the listen backlog
-    (make bench). Accepting up to 32 at a time keeps them flowing; the kernel still spreads
-    accepts over the workers that are idle in accept()."""
-    from gevent.server import StreamServer
-    from gunicorn.workers import ggevent
-
-    class BatchAcceptServer(StreamServer):
-        max_accept = property(lambda self: 32, lambda self, value: None)
-
-    ggevent.StreamServer = BatchAcceptServer
+    install()
 
 
 def post_worker_init(worker):

@@ -13,6 +13,7 @@ from collections import deque
 from typing import Any, Callable
 
 import gevent.event
+import msgspec
 
 from errors import ApiError
 
@@ -53,10 +54,13 @@ class RequestStream:
         engine_rank: the DP rank the request was sent to.
         finished: True once an output with a finish reason, or an error, was delivered.
         error: the ApiError that ended the stream early (engine death, send failure), if any.
+        weight_versions: ``(version, first output token index)`` each time the engines' weight
+            version changed between steps that brought tokens (vLLM's output weight-version
+            spans; /inference/v1/generate reports them).
     """
 
-    __slots__ = ("request_id", "engine_rank", "finished", "error", "_outputs", "_waker",
-                 "_abort")
+    __slots__ = ("request_id", "engine_rank", "finished", "error", "weight_versions",
+                 "_tokens_seen", "_outputs", "_waker", "_abort")
 
     def __init__(self, request_id: str, engine_rank: int, waker: Waker,
                  abort: Callable[[list[str]], None]) -> None:
@@ -64,14 +68,24 @@ class RequestStream:
         self.engine_rank = engine_rank
         self.finished = False
         self.error: ApiError | None = None
+        self.weight_versions: list[tuple[str, int]] = []
+        self._tokens_seen = 0
         self._outputs: deque[Any] = deque()
         self._waker = waker
         self._abort = abort
 
     # -- HTTP hub: called by the engine client's dispatch ------------------------------------
-    def deliver(self, output: Any, frames: list | None = None) -> None:
+    def deliver(self, output: Any, frames: list | None = None,
+                weight_version: str | None = None) -> None:
         """Queue one output; ``frames`` are the message's aux frames when it has any (logprob
-        arrays of 256 bytes or more travel in their own ZMQ frames)."""
+        arrays of 256 bytes or more travel in their own ZMQ frames); ``weight_version`` is the
+        step message's."""
+        new_tokens = len(output.new_token_ids)
+        if new_tokens:
+            spans = self.weight_versions
+            if weight_version is not None and (not spans or spans[-1][0] != weight_version):
+                spans.append((weight_version, self._tokens_seen))
+            self._tokens_seen += new_tokens
         self._outputs.append((output, frames))
         if output.finish_reason is not None:
             self.finished = True
@@ -91,10 +105,57 @@ class RequestStream:
             return []
         taken = list(outputs)
         outputs.clear()
-        return taken
+        return _coalesce(taken) if len(taken) > 1 else taken
 
     def abort(self) -> None:
         """Stop the engine working on this request (idempotent; no-op once finished)."""
         if not self.finished:
             self.finished = True
             self._abort([self.request_id])
+
+
+#: Fields a step output may carry beyond its tokens; one that carries any is never merged.
+_EXTRAS = ("new_logprobs", "new_prompt_logprobs_tensors", "pooling_output", "events",
+           "kv_transfer_params", "ec_transfer_params", "trace_headers", "routed_experts",
+           "mm_cache_miss_hashes", "new_sampling_mask", "spec_decode_metrics",
+           "prompt_token_id_logprobs", "error")
+
+
+def _plain(output: Any) -> bool:
+    return not output.num_nans_in_logits and all(
+        getattr(output, name, None) is None for name in _EXTRAS)
+
+
+def _coalesce(taken: list[tuple[Any, list | None]]) -> list[tuple[Any, list | None]]:
+    """Merge runs of plain outputs (tokens and a finish, nothing else) into one output.
+
+    A response that fell behind its engine (a busy hub) then renders one chunk for all the steps
+    it missed instead of one per step, as vLLM's output collector merges deltas its consumer has
+    not taken yet. The merged output is what the steps say together: every token, the first
+    step's prefill stats, the last step's finish and stop reasons.
+    """
+    merged: list[tuple[Any, list | None]] = []
+    run: list[tuple[Any, list | None]] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            merged.append(run[0])
+        elif run:
+            first, last = run[0][0], run[-1][0]
+            ids = [token for output, _ in run for token in output.new_token_ids]
+            merged.append((msgspec.structs.replace(
+                first, new_token_ids=ids, finish_reason=last.finish_reason,
+                stop_reason=last.stop_reason), None))
+        run.clear()
+
+    for item in taken:
+        output = item[0]
+        if not _plain(output):
+            flush()
+            merged.append(item)
+            continue
+        if run and output.prefill_stats is not None:
+            flush()
+        run.append(item)
+    flush()
+    return merged

@@ -162,3 +162,42 @@ def test_stream_interval_batches_tokens(ctx):
     sent = [(d.text, d.token_ids) for d in got if d is not None]
     assert sent == [(":**", [3795]), (" нельзя bernKey", [115370, 73750, 4756]),
                     (" Execut", [27797, 35424])]  # trailing partial UTF-8 dropped
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_merged_steps_stream_the_same_text_and_finish_as_single_steps(ctx, seed):
+    # A response that fell behind gets its pending steps merged (engine.stream); the text it
+    # streams, and how it ends, must not depend on how the steps were grouped.
+    import random
+
+    from engine.stream import RequestStream, Waker
+
+    rng = random.Random(seed)
+    vocab = FRANCE + [2, 1010, 22177, 4304, 1044, 1032, 1261]
+    tokens = [rng.choice(vocab) for _ in range(rng.randint(1, 24))]
+    body = {"stream": True, "max_tokens": len(tokens), "ignore_eos": rng.random() < 0.5,
+            "stop": rng.choice([[], ["bern"], ["нел", "Hello"], [" "]])}
+
+    def run(group_sizes):
+        p, state = state_for(ctx, **body)
+        stream = RequestStream("r", 0, Waker(), lambda ids: None)
+        text, finish, i = "", None, 0
+        for size in group_sizes:
+            for t in tokens[i:i + size]:
+                i += 1
+                last = i == len(tokens)
+                stream.deliver(EngineCoreOutput("r", [t], finish_reason=1 if last else None))
+            for output, frames in stream.take():
+                delta = state.add(0, output, frames)
+                if delta is not None:
+                    text += delta.text
+                    if delta.finish_reason is not None:
+                        finish = (delta.finish_reason, delta.stop_reason)
+            if state.all_finished:
+                break
+        return text, finish, state.completion_tokens()
+
+    sizes = []
+    while sum(sizes) < len(tokens):
+        sizes.append(rng.randint(1, 6))
+    assert run(sizes) == run([1] * len(tokens))
