@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime
 import hashlib
 import os
@@ -182,6 +183,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--workers", default=None,
                    help="gunicorn worker counts of the matrix (default 1,2; --quick: 1)")
     p.add_argument("--offload", default="on,off", help="offload settings of the matrix")
+    p.add_argument("--long-concurrency", type=int, default=None, metavar="N",
+                   help="clients of the long-prompt phases (default 32; --quick: 16)")
     p.add_argument("--target", action="append", default=[], metavar="URL",
                    help="an already running OpenAI-compatible server (repeatable)")
     p.add_argument("--health-url", action="append", default=[], metavar="URL",
@@ -232,6 +235,8 @@ def _limits(args: argparse.Namespace) -> list[tuple[str, int]]:
 def main(argv: list[str]) -> int:
     args = _parse(argv)
     timing = {"full": FULL, "quick": QUICK, "smoke": SMOKE}[args.mode]
+    if args.long_concurrency:
+        timing = dataclasses.replace(timing, long_concurrency=args.long_concurrency)
     server_cpus, client_cpus = parse_cpus(args.server_cpus), parse_cpus(args.client_cpus)
     sim = SimProfile()
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
