@@ -18,6 +18,7 @@ from middleware.offload import OffloadMiddleware
 from resources.admin import register_admin_routes
 from resources.chat.resource import ChatCompletionsResource
 from resources.completions.resource import CompletionsResource
+from resources.generate.resource import GenerateResource
 from resources.health import HealthResource, LoadResource, MetricsResource, VersionResource
 from resources.models import ModelsResource
 from resources.tokenize.resource import DetokenizeResource, TokenizeResource
@@ -42,6 +43,7 @@ def build_api(config: Config, state: WorkerState | None = None) -> OffloadMiddle
     app.add_route("/v1/chat/completions", ChatCompletionsResource(state))
     app.add_route("/tokenize", TokenizeResource(state))
     app.add_route("/detokenize", DetokenizeResource(state))
+    app.add_route("/inference/v1/generate", GenerateResource(state))
     # Dev-mode and LoRA routes (utility calls to the engines), each behind its vLLM switch.
     register_admin_routes(app, state, config)
 

@@ -245,7 +245,8 @@ class EngineClient:
             if output.finish_reason is not None and streams.pop(rid, None) is not None:
                 self._outstanding[stream.engine_rank] -= 1
         if batch:
-            self._to_hub(lambda: _deliver(batch))
+            version = outputs.weight_version
+            self._to_hub(lambda: _deliver(batch, version))
         if outputs.scheduler_stats is not None and self._on_stats is not None:
             self._on_stats(outputs.engine_index, outputs.scheduler_stats)
         utility = outputs.utility_output
@@ -352,6 +353,6 @@ def _identity(rank: int) -> bytes:
     return rank.to_bytes(2, "little")
 
 
-def _deliver(batch: list) -> None:
+def _deliver(batch: list, weight_version: str | None = None) -> None:
     for stream, output, frames in batch:
-        stream.deliver(output, frames)
+        stream.deliver(output, frames, weight_version)

@@ -35,6 +35,10 @@ class GenerationResource:
     stream_renderer: Callable[..., Any]
     #: (prepared, state) -> bytes for non-streamed bodies
     render_response: Callable[..., bytes]
+    #: (prepared, ctx, generation) -> the per-request output state (the generation's streams
+    #: carry what some endpoints report besides the outputs, e.g. weight versions)
+    output_state: Callable[..., Any] = staticmethod(
+        lambda prepared, ctx, generation: RequestState(prepared, ctx))
 
     def __init__(self, state: WorkerState) -> None:
         self._state = state
@@ -54,7 +58,7 @@ class GenerationResource:
             resp.status = 499
             resp.data = b""
             return
-        output_state = RequestState(prepared, ctx)
+        output_state = type(self).output_state(prepared, ctx, generation)
         on_finished = self._count_finished
         if prepared.stream:
             renderer = type(self).stream_renderer(prepared, ctx)

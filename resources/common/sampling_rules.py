@@ -95,12 +95,19 @@ def bad_words_token_ids(tokenizer: Any, words: list[str]) -> list[list[int]]:
 
 
 def check_like_vllm(sp: dict, n: int, ctx: ServingContext) -> None:
-    """SamplingParams checks in vLLM's order and wording (which ones carry a parameter)."""
+    """SamplingParams checks in vLLM's order and wording (which ones carry a parameter).
+
+    ``max_tokens`` may be None (vLLM skips its checks then). ``extra_args``,
+    ``stream_interval`` and ``detokenize`` are checked only when ``sp`` has them
+    (/inference/v1/generate takes SamplingParams fields as they are).
+    """
     if n < 1:
         raise InvalidRequest(f"n must be at least 1, got {n}.")
     if n > ctx.max_n:
         raise InvalidRequest(f"n must be at most {ctx.max_n}, got {n}. To increase this limit, "
                              "set the VLLM_MAX_N_SEQUENCES environment variable.")
+    if sp.get("extra_args"):
+        _check_extra_args(sp["extra_args"])
     for name in ("presence_penalty", "frequency_penalty"):
         if not -2.0 <= sp[name] <= 2.0:
             raise InvalidRequest(f"{name} must be in [-2, 2], got {sp[name]}.")
@@ -123,15 +130,19 @@ def check_like_vllm(sp: dict, n: int, ctx: ServingContext) -> None:
     if not 0.0 <= sp["min_p"] <= 1.0:
         raise InvalidRequest(f"min_p must be in [0, 1], got {sp['min_p']}.")
     mt = sp["max_tokens"]
-    if mt < 1:
+    if mt is not None and mt < 1:
         raise InvalidRequest(f"max_tokens must be at least 1, got {mt}.", param="max_tokens",
                              value=mt, show_value=True)
     if sp["min_tokens"] < 0:
         raise InvalidRequest("min_tokens must be greater than or equal to 0, got "
                              f"{sp['min_tokens']}.")
-    if sp["min_tokens"] > mt:
+    if mt is not None and sp["min_tokens"] > mt:
         raise InvalidRequest(f"min_tokens must be less than or equal to max_tokens={mt}, got "
                              f"{sp['min_tokens']}.")
+    interval = sp.get("stream_interval")
+    if interval is not None and interval < 1:
+        raise InvalidRequest(f"stream_interval must be at least 1, got {interval}.",
+                             param="stream_interval", value=interval, show_value=True)
     for name in ("logprobs", "prompt_logprobs"):
         value = sp[name]
         if value is not None and value != -1 and value < 0:
@@ -139,11 +150,27 @@ def check_like_vllm(sp: dict, n: int, ctx: ServingContext) -> None:
                                  value=value, show_value=True)
     if any(not s for s in sp["stop"]):
         raise InvalidRequest("stop cannot contain an empty string.")
+    if sp["stop"] and not sp.get("detokenize", True):
+        raise InvalidRequest("stop strings are only supported when detokenize is True. "
+                             "Set detokenize=True to use stop.")
     if any(not w for w in sp["bad_words"]):
         raise InvalidRequest(f"bad_words cannot contain an empty string. Got bad_words="
                              f"{sp['bad_words']}")
     if t < _SAMPLING_EPS and n > 1:
         raise InvalidRequest(f"n must be 1 when using greedy sampling, got {n}.")
+
+
+def _check_extra_args(extra_args: Any) -> None:
+    """Every integer in ``extra_args`` (keys too) must fit MessagePack's 64 bits."""
+    pending, seen = [extra_args], set()
+    while pending:
+        value = pending.pop()
+        if isinstance(value, int) and not -(2 ** 63) <= value < 2 ** 64:
+            raise InvalidRequest("extra_args integers must be between -2**63 and 2**64 - 1.",
+                                 param="extra_args")
+        if isinstance(value, (dict, list)) and id(value) not in seen:
+            seen.add(id(value))
+            pending.extend([*value.keys(), *value.values()] if isinstance(value, dict) else value)
 
 
 def check_engine_side(sp: dict, ctx: ServingContext) -> None:

@@ -1,0 +1,217 @@
+"""/inference/v1/generate checks, in the order vLLM 0.32 runs them, with its wording.
+
+vLLM validates ``GenerateRequest`` with pydantic: the cache-salt "before" validator, then the
+fields in declaration order, ``sampling_params`` being built into a ``SamplingParams`` on the
+spot (its ``__post_init__`` checks raise at once, discarding field errors already collected),
+then the "after" validators. The serving layer and the engine client add their checks later
+(``check_request``, ``default_max_tokens``, ``check_prompt_length``).
+
+Called by: ``resources.generate.convert``.
+Runs on: request pool threads (pure functions).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from errors import InvalidRequest
+from resources.common.context import ServingContext
+from resources.common.fields import add_error, collect_fields, validation_error
+from resources.common.sampling import max_tokens_for, plain_error
+from resources.common.sampling_rules import check_like_vllm
+from resources.generate import types
+
+_SAMPLING_EPS = 1e-5
+_MIN_TEMPERATURE = 0.01
+_MAX_CACHE_SALT = 128
+_CACHE_SALT_FORBIDDEN = frozenset("@/\\\x00")
+_MM_KEYS = ("mm_hashes", "mm_placeholders", "kwargs_data", "mm_metadata")
+_UNSUPPORTED = " is not supported by this server (greenfront)."
+
+
+def check_raw(body: dict) -> None:
+    """The model-level "before" validator: ``cache_salt`` (vLLM's ``validate_cache_salt``)."""
+    salt = body.get("cache_salt")
+    if salt is None:
+        return
+    if not isinstance(salt, str) or not salt:
+        raise InvalidRequest("Parameter 'cache_salt' must be a non-empty string if provided.",
+                             param="cache_salt")
+    if len(salt) > _MAX_CACHE_SALT or any(c in _CACHE_SALT_FORBIDDEN for c in salt):
+        raise InvalidRequest("Parameter 'cache_salt' must be at most 128 characters and must not "
+                             "contain '@', '/', '\\\\', or NUL.", param="cache_salt")
+
+
+def parse_request(body: dict, ctx: ServingContext) -> tuple[dict, dict, frozenset]:
+    """Field types, the SamplingParams constructor checks and the "after" validators.
+
+    Returns:
+        (request fields, sampling fields with SamplingParams defaults filled in, the names the
+        request's ``sampling_params`` object set).
+
+    Raises:
+        RequestValidationError: field type errors, all of them (pydantic's "Bad Request").
+        InvalidRequest: a SamplingParams check (it wins over any type error, as in vLLM).
+    """
+    errors: list = []
+    head, head_errors = collect_fields(body, types.HEAD)
+    errors.extend(head_errors)
+    sampling, provided = _parse_sampling(body, ctx, errors)
+    tail, tail_errors = collect_fields(body, types.TAIL)
+    errors.extend(tail_errors)
+    if errors:
+        raise validation_error(errors)
+    fields = {**head, **tail}
+    _check_after(body, fields, sampling)
+    return fields, sampling, provided
+
+
+def _parse_sampling(body: dict, ctx: ServingContext, errors: list) -> tuple[dict, frozenset]:
+    """``sampling_params``: pydantic's union "SamplingParams instance | typed dict"."""
+    loc = ("body", "sampling_params")
+    if "sampling_params" not in body:
+        add_error(errors, "missing", loc, "Field required", body)
+        return {}, frozenset()
+    value = body["sampling_params"]
+    if not isinstance(value, dict):
+        _not_an_instance(errors, loc, value)
+        add_error(errors, "dict_type", loc, "Input should be a valid dictionary", value)
+        return {}, frozenset()
+    mine: list = []
+    out: dict[str, Any] = {}
+    for name, validator, default in types.SAMPLING:
+        out[name] = validator(value[name], loc + (name,), mine) if name in value else default
+    if mine:
+        _not_an_instance(errors, loc, value)
+        errors.extend(mine)
+        return {}, frozenset()
+    return construct_sampling(out, ctx), frozenset(value)
+
+
+def _not_an_instance(errors: list, loc: tuple, value: Any) -> None:
+    add_error(errors, "is_instance_of", loc, "Input should be an instance of SamplingParams",
+              value, {"class": "SamplingParams"})
+
+
+def construct_sampling(sp: dict, ctx: ServingContext) -> dict:
+    """SamplingParams' ``__post_init__``: normalizations, then its checks in order.
+
+    Raises:
+        InvalidRequest: the first failing check, worded as vLLM words it.
+    """
+    sp = dict(sp)
+    if 0 < sp["temperature"] < _MIN_TEMPERATURE:
+        sp["temperature"] = _MIN_TEMPERATURE
+    if sp["seed"] == -1:
+        sp["seed"] = None
+    budget = sp["thinking_token_budget"]
+    if budget is not None and budget < 0 and budget != -1:
+        raise InvalidRequest("`thinking_token_budget` must be a non-negative integer or -1 for "
+                             "unlimited.", param="thinking_token_budget", value=budget,
+                             show_value=True)
+    if budget == -1:
+        sp["thinking_token_budget"] = None
+    stop = sp["stop"]
+    sp["stop"] = [] if stop is None else [stop] if isinstance(stop, str) else stop
+    sp["stop_token_ids"] = list(dict.fromkeys(sp["stop_token_ids"] or ()))
+    sp["bad_words"] = list(dict.fromkeys(sp["bad_words"] or ()))
+    check_like_vllm(sp, sp["n"], ctx)
+    if sp["temperature"] < _SAMPLING_EPS:
+        sp.update(top_p=1.0, top_k=0, min_p=0.0)
+    return sp
+
+
+def _check_after(body: dict, fields: dict, sampling: dict) -> None:
+    """GenerateRequest's "after" validators (pydantic ``value_error`` at ``body``)."""
+    message = None
+    if fields["content_parts"] and fields["features"]:
+        message = "content_parts and features are mutually exclusive"
+    elif fields["output_mode"] != "tokens" and not sampling["detokenize"]:
+        message = (f"output_mode={fields['output_mode']!r} requires sampling_params.detokenize "
+                   "to be true")
+    if message is not None:
+        errors: list = []
+        add_error(errors, "value_error", ("body",), f"Value error, {message}", body,
+                  {"error": ValueError(message)})
+        raise validation_error(errors)
+
+
+def check_request(fields: dict, sampling: dict) -> None:
+    """The serving layer's refusals before the prompt is looked at, then greenfront's own.
+
+    Raises:
+        InvalidRequest: vLLM's messages; for what greenfront does not build (multimodal input,
+            reasoning hand-over, prompt-token scoring, trace replay), a clear refusal.
+    """
+    if fields["stream"] and sampling["prompt_logprob_token_ids"] is not None:
+        raise InvalidRequest("prompt_logprob_token_ids are not available when stream=true.")
+    try:
+        msgspec.msgpack.encode((sampling, fields["kv_transfer_params"],
+                                fields["ec_transfer_params"]))
+    except (OverflowError, TypeError, ValueError) as exc:
+        raise InvalidRequest(str(exc)) from None
+    if fields["content_parts"]:
+        raise plain_error("content_parts (multimodal input)" + _UNSUPPORTED, "content_parts")
+    if _has_mm_items(fields["features"]):
+        raise plain_error("features (multimodal input)" + _UNSUPPORTED, "features")
+    for name in ("reasoning_ended", "reasoning_parser_kwargs"):
+        if fields[name] is not None:
+            raise plain_error(f"{name}" + _UNSUPPORTED, name)
+    for name in ("prompt_logprob_token_ids", "trace_decode_token_ids"):
+        if sampling[name] is not None:
+            raise plain_error(f"sampling_params.{name}" + _UNSUPPORTED, name)
+
+
+def _has_mm_items(features: Any) -> bool:
+    """Whether ``features`` names any multimodal item (vLLM ignores an empty one)."""
+    if features is None:
+        return False
+    if not isinstance(features, dict):
+        return True
+    for key in _MM_KEYS:
+        groups = features.get(key) or {}
+        if not isinstance(groups, dict) or any(groups.values()):
+            return True
+    return False
+
+
+def default_max_tokens(ctx: ServingContext, prompt_len: int) -> int:
+    """``max_tokens`` when ``sampling_params`` does not name it: the context left, capped by
+    the generation config's ``max_new_tokens`` (0 when the prompt fills the context; the
+    engine-side prompt check then refuses the request).
+
+    Raises:
+        InvalidRequest: the prompt alone exceeds the context (vLLM's ``get_max_tokens`` wording).
+    """
+    if prompt_len > ctx.max_model_len:
+        raise InvalidRequest(f"Input length ({prompt_len}) exceeds model's maximum context "
+                             f"length ({ctx.max_model_len}).")
+    return max_tokens_for(ctx, None, prompt_len)
+
+
+def check_prompt_length(ctx: ServingContext, prompt_len: int) -> None:
+    """The engine client's decoder-prompt checks (text-only models)."""
+    limit = ctx.max_model_len
+    if prompt_len > limit:
+        raise InvalidRequest(f"The decoder prompt (length {prompt_len}) is longer than the maximum "
+                             f"model length of {limit}. Make sure that `max_model_len` is no "
+                             "smaller than the number of text tokens.")
+    if prompt_len == limit:
+        raise InvalidRequest(f"The decoder prompt (length {prompt_len}) plus the number of "
+                             "requested output tokens (at least 1) is longer than the maximum "
+                             f"model length of {limit}. Make sure that `max_model_len` is no "
+                             "smaller than the number of text tokens (prompt + requested output "
+                             "tokens).")
+
+
+def check_routed_experts_start(sampling: dict, prompt_len: int) -> None:
+    start = sampling["routed_experts_prompt_start"]
+    if not 0 <= start <= prompt_len:
+        raise InvalidRequest(f"routed_experts_prompt_start must be between 0 and the prompt "
+                             f"length ({prompt_len}), inclusive.",
+                             param="routed_experts_prompt_start", value=start, show_value=True)
+
+
+__all__ = ["check_prompt_length", "check_raw", "check_request", "check_routed_experts_start",
+           "construct_sampling", "default_max_tokens", "parse_request"]
