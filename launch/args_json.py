@@ -22,7 +22,7 @@ UNSUPPORTED = frozenset({
     "enable_per_request_metrics", "enable_server_load_tracking", "sse_keep_alive_interval",
     "enable_tokenizer_info_endpoint", "enable_log_outputs", "enable_log_deltas",
     "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
-    "tokens_only", "enable_scale_out", "uds", "allow_credentials", "allowed_origins",
+    "tokens_only", "uds", "allow_credentials", "allowed_origins",
     "allowed_methods", "allowed_headers", "ssl_keyfile", "ssl_certfile", "ssl_ca_certs",
     "enable_ssl_refresh", "ssl_cert_reqs", "ssl_ciphers", "root_path", "middleware",
     "enable_request_id_headers", "disable_access_log_for_endpoints", "skip_tokenizer_init",
@@ -96,10 +96,12 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
 }
 
 #: Frontend options that need no setting: the HTTP socket is inherited, docs do not exist,
-#: greenfront writes no uvicorn access log, and the rest are read directly from the command line.
+#: greenfront writes no uvicorn access log, /inference/v1/generate (what --enable-scale-out
+#: turns on) is always served, and the rest are read directly from the command line.
 NO_EFFECT = frozenset({"host", "port", "model", "model_tag", "disable_uvicorn_access_log",
                        "disable_fastapi_docs", "enable_offline_docs", "fingerprint_mode",
-                       "fingerprint_value", "max_log_len", "log_error_stack", "headless"})
+                       "fingerprint_value", "max_log_len", "log_error_stack", "headless",
+                       "enable_scale_out"})
 
 
 class UnsupportedOptions(ValueError):
