@@ -49,7 +49,7 @@ def build_api(config: Config, state: WorkerState | None = None) -> OffloadMiddle
 
     api = OffloadMiddleware(
         app,
-        pool=lambda: get_pool(config.request_threads, config.switch_interval),
+        pool=lambda: get_pool(config),
         enabled=config.offload,
         max_body_bytes=config.max_body_bytes,
         before=state.ensure_started,

@@ -29,6 +29,7 @@ ZMQ_THREADS_DEFAULT = 4
 #: gevent-physics.md §1: 0.5 ms bounds the hub's lateness while pool threads run Python
 #: (jinja2) at a ~10% cost to that work.
 SWITCH_INTERVAL_DEFAULT = 0.0005
+POOL_NICE_DEFAULT = 10
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
@@ -52,6 +53,13 @@ def _non_negative_float(raw: str) -> float:
     value = float(raw)
     if not value >= 0:
         raise ValueError("must be >= 0")
+    return value
+
+
+def _nice(raw: str) -> int:
+    value = int(raw)
+    if not 0 <= value <= 19:
+        raise ValueError("must be a niceness from 0 to 19")
     return value
 
 
@@ -110,6 +118,7 @@ class Config:
     zmq_threads: int = ZMQ_THREADS_DEFAULT
     offload: bool = True
     switch_interval: float = SWITCH_INTERVAL_DEFAULT
+    pool_nice: int = POOL_NICE_DEFAULT
     engine_mode: str = "sim"
     engine_start: int = 0
     engine_count: int = 1
@@ -208,6 +217,7 @@ class Config:
             offload=r.get("GREENFRONT_OFFLOAD", _bool, True),
             switch_interval=r.get("GREENFRONT_SWITCH_INTERVAL", _non_negative_float,
                                   SWITCH_INTERVAL_DEFAULT),
+            pool_nice=r.get("GREENFRONT_POOL_NICE", _nice, POOL_NICE_DEFAULT),
             engine_mode=r.get("GREENFRONT_ENGINE", _choice("sim", "external", "launched"), "sim"),
             engine_start=r.get("GREENFRONT_ENGINE_START", _non_negative_int, 0),
             engine_count=r.get("GREENFRONT_ENGINE_COUNT", _positive_int, 1),

@@ -206,7 +206,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     """The issue's targets that this run's phases can judge: goal, measured, met."""
     out = []
 
-    def add(name: str, goal: str, measured: str, met: bool) -> None:
+    def add(name: str, goal: str, measured: str, met: bool | None) -> None:
         out.append({"target": name, "goal": goal, "measured": measured, "met": met})
 
     on = _find(results, LONG, kind="greenfront", backend="hf", workers=1, offload=True)
@@ -238,9 +238,17 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                   offload=True)
         if s:
             per = s["load"]["tokens_per_s"] / workers
+            # 1,024 streams at the simulator's step rate offer a fixed load: with several
+            # workers it may allow less than the goal per worker, whatever the server does.
+            offered = s["timing"]["stream_concurrency"] * 1000.0 / s["sim"]["itl_ms"]
+            measured = f"{per:,.0f}"
+            met: bool | None = per >= 30_000
+            if not met and offered / workers < 30_000:
+                measured += (f" (not measurable here: the offered {offered / 1000:,.1f}k "
+                             f"tokens/s allow at most {offered / workers / 1000:,.1f}k per worker)")
+                met = None
             add(f"fastokens, {workers} worker{'s' if workers > 1 else ''}: streamed tokens/s "
-                "per worker", "≥ 30k",
-                f"{per:,.0f}", per >= 30_000)
+                "per worker", "≥ 30k", measured, met)
     tok = _find(results, TOKENIZE, kind="greenfront", backend="fastokens", workers=1, offload=True)
     if tok:
         rate, h = tok["load"]["req_per_s"], tok["health"]["latency_ms"]["p99.9"]
@@ -254,7 +262,8 @@ def _targets_table(rows: list[dict[str, Any]]) -> list[str]:
         return []
     out = ["### Targets (issue 4)", "", "| target | goal | measured | met |", "|---|---|---|---|"]
     for t in rows:
-        out.append(f"| {t['target']} | {t['goal']} | {t['measured']} | {'yes' if t['met'] else '**no**'} |")
+        met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]
+        out.append(f"| {t['target']} | {t['goal']} | {t['measured']} | {met} |")
     return out + [""]
 
 

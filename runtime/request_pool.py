@@ -21,11 +21,13 @@ import _queue  # the C SimpleQueue: gevent's monkey-patching swaps out ``queue.S
 import logging
 import os
 import sys
+import threading
 from typing import Any, Callable
 
 from gevent.event import AsyncResult
 from gevent.threadpool import ThreadPool
 
+from config import Config
 from runtime.handoff import HubInbox, run_each
 
 log = logging.getLogger("greenfront.pool")
@@ -42,10 +44,13 @@ class RequestPool:
 
     Args:
         size: number of threads.
+        nice: niceness the threads take (0: the process's). Tokenizing threads then yield a
+            contended core to the HTTP hub and the engine-I/O thread at once.
     """
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, nice: int = 0) -> None:
         self.size = size
+        self.nice = nice
         self._queue: Any = _queue.SimpleQueue()
         self._inbox: HubInbox[Callable[[], None]] = HubInbox(run_each)
         self._threads = ThreadPool(size)
@@ -65,6 +70,8 @@ class RequestPool:
 
     def _serve(self) -> None:
         """Pool thread: run queued calls until told to stop."""
+        if self.nice:
+            _lower_priority(self.nice)
         get, post = self._queue.get, self._inbox.post
         while True:
             item = get()
@@ -89,6 +96,20 @@ class RequestPool:
         self._inbox.close()
 
 
+def _lower_priority(nice: int) -> None:
+    """This thread only (Linux threads have their own niceness).
+
+    PERF: two tokenizing pool threads, the HTTP hub and the engine-I/O thread share 2 cores with
+    the load; at equal niceness the hub waited for a time slice behind them, which was most of
+    /health's tail under long prompts (make bench). A nicer pool still has the cores whenever
+    the hub is idle.
+    """
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+    except OSError as exc:
+        log.warning("could not lower the request pool's priority: %s", exc)
+
+
 def _deliver(result: AsyncResult, value: Any, exc: BaseException | None) -> Callable[[], None]:
     """The hub-side half: an AsyncResult belongs to the hub, so it is set there."""
     if exc is None:
@@ -100,15 +121,15 @@ _pool: RequestPool | None = None
 _pool_pid: int | None = None
 
 
-def get_pool(size: int, switch_interval: float) -> RequestPool:
+def get_pool(config: Config) -> RequestPool:
     """The process's request pool, created on first use in this process (from its HTTP hub)."""
     global _pool, _pool_pid
     if _pool is None or _pool_pid != os.getpid():
         # NOTE: gevent-physics.md §1: with the default 5 ms switch interval a Python-heavy pool
         # thread (jinja2) holds the HTTP hub for up to 5 ms at a time.
-        if switch_interval > 0:
-            sys.setswitchinterval(switch_interval)
-        _pool = RequestPool(size)
+        if config.switch_interval > 0:
+            sys.setswitchinterval(config.switch_interval)
+        _pool = RequestPool(config.request_threads, config.pool_nice)
         _pool_pid = os.getpid()
     return _pool
 

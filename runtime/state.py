@@ -61,7 +61,7 @@ class WorkerState:
         template = _chat_template_text(cfg.chat_template) or self.model.chat_template
         self.chat_template = (ChatTemplate(template, self.model.special_tokens)
                               if template else None)
-        get_pool(cfg.request_threads, cfg.switch_interval)
+        get_pool(cfg)
         self.client = self._make_client()
         self.client.start()
         gevent.spawn(self._watch_registration)

@@ -129,3 +129,13 @@ class GreenfrontServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def wait_for(predicate, timeout: float = 15.0) -> bool:
+    """Poll ``predicate`` until it is true or ``timeout`` seconds have passed."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False

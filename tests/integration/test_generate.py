@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 
 import requests
+
+from tests.integration.harness import wait_for
 
 PATH = "/inference/v1/generate"
 PROMPT = [1, 22177, 1044, 1307]  # "<s>Hello, of"; echo emits 22177, 1044, 1307, 22177, ...
@@ -107,15 +108,6 @@ def test_bad_input_gets_the_error_envelope(server):
     assert requests.get(server.url + "/load", timeout=10).json() == {"server_load": 0}
 
 
-def _wait_for(predicate, timeout=15.0) -> bool:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_client_disconnect_aborts_the_engine_requests(server):
     load = lambda: requests.get(server.url + "/load", timeout=10).json()["server_load"]  # noqa: E731
     for stream in (True, False):
@@ -129,7 +121,7 @@ def test_client_disconnect_aborts_the_engine_requests(server):
             received = b""
             while b"data: " not in received:
                 received += sock.recv(65536)
-        assert _wait_for(lambda: load() == 2)
+        assert wait_for(lambda: load() == 2)
         sock.close()
-        assert _wait_for(lambda: load() == 0), f"still {load()} in flight (stream={stream})"
+        assert wait_for(lambda: load() == 0), f"still {load()} in flight (stream={stream})"
     assert requests.get(server.url + "/health", timeout=10).status_code == 200

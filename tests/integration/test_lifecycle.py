@@ -13,7 +13,7 @@ import time
 
 import requests
 
-from tests.integration.harness import ROOT, GreenfrontServer, free_port
+from tests.integration.harness import ROOT, GreenfrontServer, free_port, wait_for
 
 
 def _stream_request(server, body: dict) -> socket.socket:
@@ -28,15 +28,6 @@ def _stream_request(server, body: dict) -> socket.socket:
         assert chunk, received
         received += chunk
     return sock
-
-
-def _wait_for(predicate, timeout=15.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_health_answers_while_a_huge_tokenize_is_worked_on(make_server):
@@ -71,10 +62,10 @@ def test_client_disconnect_aborts_the_engine_request(make_server):
                                  "ignore_eos": True})
     assert requests.get(srv.url + "/load", timeout=10).json()["server_load"] == 1
     sock.close()
-    assert _wait_for(lambda: requests.get(srv.url + "/load", timeout=10).json()
+    assert wait_for(lambda: requests.get(srv.url + "/load", timeout=10).json()
                      ["server_load"] == 0)
     # The simulator (--verbose) logs every ABORT it receives with how many ids were still live.
-    assert _wait_for(lambda: re.search(r"ABORT \['cmpl-[0-9a-f]+(-\d+)?-[0-9a-f]{8}'\] \(1 live\)",
+    assert wait_for(lambda: re.search(r"ABORT \['cmpl-[0-9a-f]+(-\d+)?-[0-9a-f]{8}'\] \(1 live\)",
                                        srv.log())), srv.log()
     assert requests.get(srv.url + "/health", timeout=10).status_code == 200
 
@@ -94,7 +85,7 @@ def test_killed_engine_ends_the_stream_with_an_error_and_health_turns_503(make_s
         received += chunk
     sock.close()
     assert b'"error"' in received, received[-500:]
-    assert _wait_for(lambda: requests.get(srv.url + "/health", timeout=10).status_code == 503)
+    assert wait_for(lambda: requests.get(srv.url + "/health", timeout=10).status_code == 503)
     r = requests.post(srv.url + "/v1/completions", json={"prompt": "hi"}, timeout=10)
     assert r.status_code == 503
     assert r.json()["error"]["code"] == 503
@@ -107,7 +98,7 @@ def test_engine_core_dead_message_fails_requests(make_server):
                       timeout=30)
     assert r.status_code in (500, 503), r.text
     assert "error" in r.json()
-    assert _wait_for(lambda: requests.get(srv.url + "/health", timeout=10).status_code == 503)
+    assert wait_for(lambda: requests.get(srv.url + "/health", timeout=10).status_code == 503)
 
 
 def test_two_workers_and_a_restarted_worker_reconnects(make_server):
@@ -118,7 +109,7 @@ def test_two_workers_and_a_restarted_worker_reconnects(make_server):
         assert r.status_code == 200 and r.json()["choices"][0]["text"] == "Hello world"
     victim = srv.worker_pids()[0]
     os.kill(victim, signal.SIGKILL)
-    assert _wait_for(lambda: len(srv.worker_pids()) == 2 and victim not in srv.worker_pids())
+    assert wait_for(lambda: len(srv.worker_pids()) == 2 and victim not in srv.worker_pids())
     ok = 0
     deadline = time.time() + 30
     while ok < 8 and time.time() < deadline:
@@ -152,7 +143,7 @@ def test_a_worker_accepts_connections_only_once_its_engine_registered(model_dir,
                     time.sleep(0.05)  # not even listening yet
         prober = threading.Thread(target=probe)
         prober.start()
-        assert _wait_for(lambda: "waiting for 1 external engine" in srv.log())
+        assert wait_for(lambda: "waiting for 1 external engine" in srv.log())
         time.sleep(1.0)
         assert not answers
         engine = subprocess.Popen([sys.executable, "-m", "engine.sim", "--handshake", handshake],

@@ -10,6 +10,7 @@ from runtime.request_pool import RequestPool, Skipped
 
 _native_sleep = monkey.get_original("time", "sleep")
 _native_ident = monkey.get_original("_thread", "get_ident")
+_native_tid = monkey.get_original("_thread", "get_native_id")
 
 
 @pytest.fixture
@@ -70,3 +71,16 @@ def test_queued_work_keeps_flowing_while_the_hub_is_busy(pool):
         ran_while_blocked = len(done)
     gevent.joinall(greenlets, timeout=10, raise_error=True)
     assert ran_while_blocked == 40
+
+
+def test_pool_threads_take_the_niceness_they_are_given_and_the_hub_keeps_its_own():
+    import os
+
+    before = os.getpriority(os.PRIO_PROCESS, _native_tid())
+    nice_pool = RequestPool(1, nice=min(19, before + 7))
+    try:
+        tid = nice_pool.apply(_native_tid)
+        assert os.getpriority(os.PRIO_PROCESS, tid) == min(19, before + 7)
+        assert os.getpriority(os.PRIO_PROCESS, _native_tid()) == before
+    finally:
+        nice_pool.shutdown()

@@ -10,22 +10,9 @@ import pytest
 
 from errors import ApiError
 from jsonio import dumps
-from resources.common.context import ServingContext
 from resources.generate.convert import prepare_generate
-from text.model_dir import ModelFiles
-from text.tokenizer import Tokenizer
 
 PROMPT = [1, 22177, 1044]
-
-
-@pytest.fixture(scope="module")
-def ctx(model_dir: str) -> ServingContext:
-    files = ModelFiles.load(model_dir)
-    return ServingContext(
-        served_model_names=("tiny",), model_path=files.path,
-        tokenizer=Tokenizer.from_files(files), chat_template=None, max_model_len=2048,
-        generation_defaults=files.generation_defaults(),
-        generation_eos_ids=files.generation_eos_token_ids())
 
 
 def prep(ctx, sampling=None, **body):

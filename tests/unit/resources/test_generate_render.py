@@ -10,12 +10,9 @@ import pytest
 
 from engine.protocol import EngineCoreOutput, LogprobsLists, LogprobsTensors, encode_ndarray
 from engine.stream import RequestStream, Waker
-from resources.common.context import ServingContext
 from resources.generate.convert import prepare_generate
 from resources.generate.render import (GenerateState, GenerateStreamRenderer, _TokenIds,
                                        render_generate_response)
-from text.model_dir import ModelFiles
-from text.tokenizer import Tokenizer
 
 PROMPT = [1, 22177, 1044]
 GREEDY = [110374, 100574, 130901, 950]  # the tiny model's greedy continuation of PROMPT
@@ -24,16 +21,6 @@ HEAD = ('{"request_id":"*","model":"tiny","created":"*","usage":{"prompt_tokens"
         '"completion_tokens_details":null},"prompt_logprobs":null,"prompt_token_id_logprobs":null,'
         '"prompt_token_ids":null,"mm_placeholders":null,"metrics":null,"kv_transfer_params":null,'
         '"ec_transfer_params":null,')
-
-
-@pytest.fixture(scope="module")
-def ctx(model_dir: str) -> ServingContext:
-    files = ModelFiles.load(model_dir)
-    return ServingContext(
-        served_model_names=("tiny",), model_path=files.path,
-        tokenizer=Tokenizer.from_files(files), chat_template=None, max_model_len=2048,
-        generation_defaults=files.generation_defaults(),
-        generation_eos_ids=files.generation_eos_token_ids())
 
 
 def norm(data: bytes) -> str:
