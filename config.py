@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import tempfile
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, TypeVar
@@ -140,6 +141,7 @@ class Config:
     use_generation_config: bool = True
     hf_hub_cache: str = ""
     handshake_address: str = ""
+    engine_host: str = ""
     run_dir: str = ""
     worker_slot: int = 0
     worker_count: int = 1
@@ -192,9 +194,25 @@ class Config:
         """Served names: the configured ones, else the model path (vLLM's default)."""
         return self.served_model_names or (self.model,)
 
-    def ipc_address(self, kind: str, slot: int) -> str:
-        """The ZMQ address a worker slot binds for engine ``kind`` ("in" or "out")."""
-        return f"ipc://{os.path.join(self.run_dir, f'{kind}-{slot}.sock')}"
+    def worker_address(self, kind: str, slot: int) -> tuple[str, str]:
+        """Where worker ``slot`` binds its engine socket ``kind`` ("in" or "out"), and the
+        address the engines are told to connect to.
+
+        With a TCP handshake address (engines may run on other hosts) the workers listen on the
+        ports after it: slot s takes port+1+2s (in) and port+2+2s (out), fixed so that a
+        restarted worker is found again at the address the engines already have. Otherwise
+        (the built-in simulator, engines on this host) ipc paths in the run dir.
+        """
+        scheme, _, rest = self.handshake_address.partition("://")
+        host, _, port = rest.rpartition(":")
+        if scheme != "tcp" or not port.isdigit():
+            path = f"ipc://{os.path.join(self.run_dir, f'{kind}-{slot}.sock')}"
+            return path, path
+        number = int(port) + 1 + 2 * slot + (0 if kind == "in" else 1)
+        wildcard = host in ("*", "0.0.0.0", "[::]", "")
+        advertised = self.engine_host or (reachable_host() if wildcard else host)
+        bind_host = "*" if wildcard else host
+        return f"tcp://{bind_host}:{number}", f"tcp://{advertised}:{number}"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Config":
@@ -247,6 +265,7 @@ class Config:
             use_generation_config=r.get("GREENFRONT_GENERATION_CONFIG",
                                         _choice("auto", "vllm"), "auto") == "auto",
             handshake_address=r.get("GREENFRONT_HANDSHAKE_ADDRESS", str, ""),
+            engine_host=r.get("GREENFRONT_ENGINE_HOST", str, ""),
             run_dir=r.get("GREENFRONT_RUN_DIR", str, ""),
             worker_slot=r.get("GREENFRONT_WORKER_SLOT", int, 0),
             worker_count=r.get("GREENFRONT_WORKERS", _positive_int, 1),
@@ -274,3 +293,14 @@ class Config:
             return self
         from dataclasses import replace
         return replace(self, run_dir=tempfile.mkdtemp(prefix="greenfront-"))
+
+
+def reachable_host() -> str:
+    """An address of this host that other hosts can connect to: the one its default route
+    leaves from (connecting a UDP socket sends nothing), else what the host name resolves to."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+            return probe.getsockname()[0]
+        except OSError:
+            return socket.gethostbyname(socket.gethostname())

@@ -67,7 +67,8 @@ def on_starting(server):
     args = [sys.executable, "-m", "engine.handshake_server", "--bind", handshake,
             "--engine-count", str(cfg.engine_count)]
     for slot in slots:
-        args += ["--input", cfg.ipc_address("in", slot), "--output", cfg.ipc_address("out", slot)]
+        args += ["--input", cfg.worker_address("in", slot)[1],
+                 "--output", cfg.worker_address("out", slot)[1]]
     _spawn(server, args)
     if cfg.engine_mode == "sim":
         for rank in range(cfg.engine_count):

@@ -96,8 +96,8 @@ class WorkerState:
             inputs = (endpoint_for_fd(cfg.input_fd), cfg.input_fd)
             outputs = (endpoint_for_fd(cfg.output_fd), cfg.output_fd)
         else:
-            inputs = (cfg.ipc_address("in", cfg.worker_slot), None)
-            outputs = (cfg.ipc_address("out", cfg.worker_slot), None)
+            inputs = (cfg.worker_address("in", cfg.worker_slot)[0], None)
+            outputs = (cfg.worker_address("out", cfg.worker_slot)[0], None)
         return EngineClient(
             input_address=inputs[0], output_address=outputs[0],
             input_fd=inputs[1], output_fd=outputs[1],

@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import threading
 
 import openai
 import requests
+
+from tests.integration.harness import ROOT, GreenfrontServer, free_port, wait_for
 
 
 def test_offload_off_serves_the_same_api(make_server):
@@ -67,3 +71,37 @@ def test_concurrent_huge_prompts_all_complete(make_server):
         t.join()
     assert len(results) == 8 and all(code == 200 and n > 40000 for code, n in results), results
     assert "ignoring request" not in srv.log()
+
+
+def test_an_engine_that_only_has_tcp_serves_every_worker(model_dir, tmp_path):
+    # An engine on another host reaches the workers through TCP only: with a TCP handshake
+    # address the workers listen on the ports after it, and the engine is told those.
+    handshake = f"tcp://127.0.0.1:{free_port()}"
+    srv = GreenfrontServer(model_dir, workers=2, env={
+        "GREENFRONT_ENGINE": "external", "GREENFRONT_HANDSHAKE_ADDRESS": handshake}).launch()
+    log = open(tmp_path / "engine.log", "wb")
+    engine = subprocess.Popen([sys.executable, "-m", "engine.sim", "--handshake", handshake,
+                               "--output-mode", "echo"], cwd=ROOT, stdout=log,
+                              stderr=subprocess.STDOUT)
+    try:
+        assert wait_for(lambda: _status(srv.url + "/health") == 200, timeout=60), srv.log()
+        for _ in range(8):
+            r = requests.post(srv.url + "/v1/completions", timeout=30,
+                              json={"prompt": "Hello world", "max_tokens": 2})
+            assert r.status_code == 200 and r.json()["choices"][0]["text"] == "Hello world"
+        ready = (tmp_path / "engine.log").read_text()
+        assert "inputs=['tcp://127.0.0.1:" in ready and "ipc://" not in ready, ready
+        # Both workers registered the engine through their own TCP sockets.
+        assert len(re.findall(r"\] engine 0 registered", srv.log())) == 2, srv.log()
+    finally:
+        srv.stop()
+        engine.kill()
+        engine.wait()
+        log.close()
+
+
+def _status(url: str) -> int:
+    try:
+        return requests.get(url, timeout=2).status_code
+    except requests.RequestException:
+        return 0

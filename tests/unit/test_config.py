@@ -41,3 +41,17 @@ def test_offload_switch_and_served_names():
     cfg = Config.from_env({"GREENFRONT_OFFLOAD": "0", "GREENFRONT_SERVED_MODEL_NAME": "a, b"})
     assert cfg.offload is False
     assert cfg.model_names == ("a", "b")
+
+
+def test_worker_sockets_are_ipc_paths_unless_engines_handshake_over_tcp():
+    ipc = Config.from_env({"GREENFRONT_RUN_DIR": "/run/gf"})
+    assert ipc.worker_address("in", 1) == ("ipc:///run/gf/in-1.sock",) * 2
+    tcp = Config.from_env({"GREENFRONT_HANDSHAKE_ADDRESS": "tcp://10.1.2.3:13345"})
+    assert tcp.worker_address("in", 0) == ("tcp://10.1.2.3:13346",) * 2
+    assert tcp.worker_address("out", 1) == ("tcp://10.1.2.3:13349",) * 2
+    wild = Config.from_env({"GREENFRONT_HANDSHAKE_ADDRESS": "tcp://0.0.0.0:13345",
+                            "GREENFRONT_ENGINE_HOST": "gf.example"})
+    assert wild.worker_address("out", 0) == ("tcp://*:13347", "tcp://gf.example:13347")
+    guessed = Config.from_env({"GREENFRONT_HANDSHAKE_ADDRESS": "tcp://*:13345"})
+    bind, connect = guessed.worker_address("in", 0)
+    assert bind == "tcp://*:13346" and connect.endswith(":13346") and "*" not in connect
