@@ -15,6 +15,8 @@ import falcon
 from resources.request_body import read_json
 from errors import InvalidRequest
 from middleware.offload import CANCEL_KEY, Cancellation
+from resources.admin import adapter_lookup
+from resources.common.context import ContextSource
 from resources.common.output import RequestState
 from resources.common.sse import error_event
 from runtime.state import WorkerState
@@ -42,10 +44,11 @@ class GenerationResource:
 
     def __init__(self, state: WorkerState) -> None:
         self._state = state
+        self._context = ContextSource(state, adapter_lookup(state.config))
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         state = self._state
-        ctx = state.serving_context()
+        ctx = self._context()
         body = read_json(req)
         prepared = type(self).prepare(body, ctx, header_request_id=req.get_header("X-Request-Id"))
         if state.config.log_requests:
@@ -80,8 +83,9 @@ class GenerationResource:
 def _log_request(prepared: Any) -> None:
     """--enable-log-requests: one line per engine request, as vLLM logs them."""
     for choice in prepared.choices:
-        log.info("Received request %s: prompt_token_ids=%d tokens, params: %s",
-                 choice.external_req_id, len(choice.prompt_token_ids), choice.sampling_params)
+        log.info("Received request %s: prompt_token_ids=%d tokens, params: %s, lora_request: %s.",
+                 choice.external_req_id, len(choice.prompt_token_ids), choice.sampling_params,
+                 prepared.lora_request)
 
 
 def _dp_rank(req: falcon.Request) -> int | None:

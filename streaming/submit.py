@@ -1,7 +1,8 @@
 """Turns a ``PreparedRequest`` into engine requests and tracks their streams.
 
-One ``Generation`` per HTTP request: it submits one ``EngineCoreRequest`` per choice (prompt × n),
-all sharing one ``Waker``, and aborts whatever is unfinished when the response ends early.
+One ``Generation`` per HTTP request: it submits one ``EngineCoreRequest`` per choice (prompt × n,
+each with the request's ``lora_request``), all sharing one ``Waker``, and aborts whatever is
+unfinished when the response ends early.
 
 Runs on: ``start_generation`` in a pool thread (or the HTTP hub with offload off); the rest in
 the HTTP hub.
@@ -72,7 +73,7 @@ def start_generation(prepared: Any, client: EngineClient, cancel: Any = None,
                 sampling_params=choice.sampling_params,
                 pooling_params=None,
                 arrival_time=arrival,
-                lora_request=None,
+                lora_request=prepared.lora_request,
                 cache_salt=prepared.cache_salt,
                 data_parallel_rank=data_parallel_rank,
                 client_index=client.client_index,

@@ -73,6 +73,11 @@ a stats-only message when the engine goes idle after a finish or abort.
 --disable-log-stats turns all of that off. ``prefill_stats`` is always on first
 outputs; ``weight_version`` is "default" on step messages.
 
+LoRA: ``add_lora`` (any path) and ``remove_lora`` keep a set of adapter ids. An ADD's
+``lora_request`` naming one of them is served like any request (--verbose logs
+``lora=<name>:<id>``); one never added is loaded on demand and served, as a real
+engine's LoRA manager does (logged); without --enable-lora it is ignored (logged).
+
 Requests: ABORT drops ids silently. Invalid SamplingParams (the checks of
 ``engine.protocol.validate``, minus the vocabulary ones, which are the
 frontend's job) or undecodable requests are logged and ignored;

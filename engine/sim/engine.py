@@ -377,11 +377,34 @@ class SimEngine:
         if sched.has_request(req.request_id):
             self._log(f"ignoring duplicate request id {req.request_id}")
             return
+        lora = req.lora_request
+        if lora is not None and (lora.lora_int_id < 1 or not lora.lora_path):
+            # vLLM's LoRARequest refuses these while the ADD is decoded.
+            self._input_error(f"{req.request_id}: invalid lora_request {lora}")
+            return
+        if lora is not None:
+            self._use_lora(req.request_id, lora)
         sim = sched.add(req, time.monotonic())
         for warning in sim.warnings:
             self._log(f"{req.request_id}: {warning}")
+        lora_note = f" lora={lora.lora_name}:{lora.lora_int_id}" if lora is not None else ""
         self._debug(f"ADD {req.request_id} prompt_len={sim.prompt_len} max_tokens={sim.max_tokens}"
-                    f" wave={req.current_wave} client={req.client_index}")
+                    f" wave={req.current_wave} client={req.client_index}{lora_note}")
+
+    def _use_lora(self, request_id: str, lora: Any) -> None:
+        """A request's adapter, as a real engine treats it: without LoRA support it is ignored;
+        an id never given to ``add_lora`` is not refused but loaded from ``lora_path`` on demand
+        (vLLM's LRU LoRA manager, when the request is scheduled; the simulator's loads always
+        work). Both are logged: a frontend rarely means either."""
+        util = self._util
+        assert util is not None
+        if not self.cfg.enable_lora:
+            self._log(f"{request_id}: LoRA is not enabled; lora_request "
+                      f"{lora.lora_name!r} (id {lora.lora_int_id}) ignored")
+        elif lora.lora_int_id not in util.loras:
+            self._log(f"{request_id}: LoRA id {lora.lora_int_id} ({lora.lora_name!r}) was never "
+                      f"added; loading it on demand from {lora.lora_path!r}")
+            util.loras[lora.lora_int_id] = lora.lora_name
 
     def _on_abort(self, request_ids: list[str]) -> None:
         sched = self._sched

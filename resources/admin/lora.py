@@ -4,7 +4,8 @@ Behind ``VLLM_ALLOW_RUNTIME_LORA_UPDATING``. Owns ``LoraRegistry``: the adapters
 loaded (name → int id, path), shared by every gunicorn worker of the deployment through a small
 JSON file in the run dir (``loras.json``, guarded by ``flock``), so that ids are unique across
 workers, any worker can unload what another loaded, and a restarted worker still knows them.
-``lora_registry(config)`` is how other modules (``/v1/models``, request conversion) read it.
+``lora_registry(config)`` is how other modules (``/v1/models``, request conversion) read it;
+``adapter_lookup(config)`` is what request conversion resolves ``model`` names with.
 
 Load (vLLM 0.32's ``OpenAIServingModels.load_lora_adapter``, plus vllm-rs's engine checks):
 1. body ``{"lora_name", "lora_path", "load_inplace"=false, "is_3d_lora_weight"=false}``
@@ -26,8 +27,10 @@ Unload: ``{"lora_name", "lora_int_id"?}`` (the id is ignored, as vLLM does); 404
 Python frontend only forgets the name; vllm-rs also frees the engine slot, which we follow);
 200 ``Success: LoRA adapter '<name>' removed successfully.``
 
-Runs on: the HTTP hub. The registry's file work is short and never yields while it holds the
-lock (greenlets of one process would otherwise deadlock on the same ``flock``).
+Runs on: the HTTP hub (load/unload). The registry's file work is short and never yields while it
+holds the lock (greenlets of one process would otherwise deadlock on the same ``flock``).
+Reading (``get``, ``lora_request``, ``adapters``) runs on request-pool threads too, once per
+request that names a model other than a served one: it takes no lock at all (see ``_view``).
 """
 from __future__ import annotations
 
@@ -36,14 +39,16 @@ import fcntl
 import functools
 import logging
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import falcon
 
 import jsonio
 from config import Config
+from engine.protocol import LoRARequest
 from errors import InvalidRequest, NotFound, ServerError
 from resources.admin.engines import NO_TIMEOUT, call_each, engine_client
 from resources.common.fields import (
@@ -92,6 +97,11 @@ class LoraAdapter:
         return [self.name, self.int_id, self.path, None, self.load_inplace,
                 self.is_3d_lora_weight]
 
+    def lora_request(self) -> LoRARequest:
+        """The same fields as the ``EngineCoreRequest.lora_request`` struct (what vLLM's frontend
+        puts into the ADDs of a request naming this adapter: the struct it gave ``add_lora``)."""
+        return LoRARequest(*self.request())
+
     @classmethod
     def from_entry(cls, name: str, entry: dict) -> LoraAdapter:
         return cls(name, entry["id"], entry["path"], entry.get("load_inplace", False),
@@ -112,13 +122,12 @@ class LoraRegistry:
     def __init__(self, run_dir: str) -> None:
         self._path = os.path.join(run_dir, "loras.json") if run_dir else ""
         self._memory: dict[str, Any] = {"next_id": 1, "adapters": {}}
+        self._cache: _View | None = None
 
-    # -- reading (any module) ----------------------------------------------------------------------
+    # -- reading (any module, any thread) ---------------------------------------------------------
     def adapters(self) -> list[LoraAdapter]:
         """Loaded adapters, in id order."""
-        entries = self._read()["adapters"]
-        loaded = [LoraAdapter.from_entry(n, e) for n, e in entries.items() if e.get("loaded")]
-        return sorted(loaded, key=lambda a: a.int_id)
+        return list(self._view().adapters.values())
 
     def models(self) -> list[dict[str, str]]:
         """``/v1/models`` fields of each adapter, as vLLM fills them: ``id`` is the adapter
@@ -126,9 +135,14 @@ class LoraRegistry:
         return [{"id": a.name, "root": a.path} for a in self.adapters()]
 
     def get(self, name: str) -> LoraAdapter | None:
-        """The loaded adapter called ``name`` (its ``request()`` goes into an ADD), or None."""
-        entry = self._read()["adapters"].get(name)
-        return LoraAdapter.from_entry(name, entry) if entry and entry.get("loaded") else None
+        """The loaded adapter called ``name``, or None."""
+        return self._view().adapters.get(name)
+
+    def lora_request(self, name: str) -> LoRARequest | None:
+        """The ``lora_request`` of an ADD for a request whose ``model`` is ``name`` (one shared,
+        never mutated struct per adapter and registry version), or None when no loaded adapter
+        has that name (an adapter being loaded is not usable yet; one being unloaded still is)."""
+        return self._view().requests.get(name)
 
     # -- load / unload (this module) ---------------------------------------------------------------
     def begin_load(self, name: str, path: str, load_inplace: bool,
@@ -188,7 +202,43 @@ class LoraRegistry:
                 state["adapters"][adapter.name]["busy"] = None
 
     # -- storage -----------------------------------------------------------------------------------
+    def _view(self) -> _View:
+        """The loaded adapters as of the registry file's current version, parsed once per version.
+
+        Request-pool threads call this per request, so it must be cheap, thread-safe and never
+        block or yield: the cached view is one immutable tuple, swapped by a single assignment
+        (atomic under the GIL); there is no lock, and concurrent threads that both find the
+        cache stale both re-read it (harmless). A hit costs one ``stat``.
+
+        The cache key is the file's (inode, mtime, size); the writers never change the file in
+        place (``os.replace`` of a fresh file). File times are only as fine as the kernel's
+        clock tick, so a version read less than ``_RACY_SECONDS`` after it was written is not
+        trusted (a later write in the same tick could have the same key; git's "racily clean"
+        rule): until then every call re-reads the file.
+        """
+        if not self._path:
+            return _View.parse(None, self._memory)
+        cached = self._cache
+        try:
+            st = os.stat(self._path)
+        except FileNotFoundError:
+            return _EMPTY
+        if cached is not None and cached.key == _key(st):
+            return cached
+        started = time.time()
+        try:
+            with open(self._path, "rb") as f:
+                key = _key(os.fstat(f.fileno()))
+                data = f.read()
+        except FileNotFoundError:
+            return _EMPTY
+        trusted = started - key[1] / 1e9 >= _RACY_SECONDS
+        view = _View.parse(key if trusted else None, jsonio.loads(data))
+        self._cache = view
+        return view
+
     def _read(self) -> dict[str, Any]:
+        """The whole state, read now (transactions: under the lock)."""
         if not self._path:
             return self._memory
         try:
@@ -212,8 +262,36 @@ class LoraRegistry:
             with open(tmp, "wb") as f:
                 f.write(jsonio.dumps(state))
             os.replace(tmp, self._path)  # readers without the lock see old or new, never half
+            self._cache = None  # this process sees its own change at once
         finally:
             os.close(fd)  # also releases the lock
+
+
+#: How long after its mtime a registry version is re-read instead of trusted (see ``_view``).
+_RACY_SECONDS = 2.0
+
+
+def _key(st: os.stat_result) -> tuple[int, int, int]:
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+class _View(NamedTuple):
+    """One parsed registry version: the loaded adapters (id order) and their LoRARequests."""
+
+    key: tuple[int, int, int] | None  # None: never matches, re-read next time
+    adapters: dict[str, LoraAdapter]
+    requests: dict[str, LoRARequest]
+
+    @classmethod
+    def parse(cls, key: tuple[int, int, int] | None, state: dict[str, Any]) -> _View:
+        loaded = [LoraAdapter.from_entry(n, e) for n, e in list(state["adapters"].items())
+                  if e.get("loaded")]
+        loaded.sort(key=lambda a: a.int_id)
+        return cls(key, {a.name: a for a in loaded},
+                   {a.name: a.lora_request() for a in loaded})
+
+
+_EMPTY = _View(None, {}, {})
 
 
 def _entry(adapter: LoraAdapter) -> dict[str, Any]:
@@ -250,6 +328,12 @@ def _registry(run_dir: str) -> LoraRegistry:
 def lora_registry(config: Config) -> LoraRegistry:
     """The deployment's registry (one object per run dir and process)."""
     return _registry(config.run_dir)
+
+
+def adapter_lookup(config: Config) -> LoraRegistry | None:
+    """What request conversion resolves adapter names with (``ServingContext.adapters``): the
+    registry when runtime LoRA updating is on, else None (every non-served name is a 404)."""
+    return lora_registry(config) if config.allow_runtime_lora_updating else None
 
 
 # -- checks -------------------------------------------------------------------------------------

@@ -85,7 +85,7 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
     body = require_object(body)
     validate.check_raw(body)
     f = parse_fields(body, types.fields(ctx.max_stop_strings))
-    ctx.check_model(f["model"])
+    lora = ctx.resolve_model(f["model"])
     validate.check_request(f, ctx)
 
     if f["max_completion_tokens"] is not None:
@@ -126,11 +126,11 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
         min_tokens=f["min_tokens"], logprobs=logprobs, prompt_logprobs=prompt_logprobs)
         for i, child in enumerate(fan_out(sp, n))]
     return PreparedRequest(
-        kind="chat", request_id=request_id, created=now(), model=ctx.model_name, stream=stream,
-        choices=choices, include_usage=include_usage, continuous_usage=continuous,
+        kind="chat", request_id=request_id, created=now(), model=ctx.response_model(lora),
+        stream=stream, choices=choices, include_usage=include_usage, continuous_usage=continuous,
         return_token_ids=bool(f["return_token_ids"]), echo=f["echo"], logprobs=logprobs,
         return_tokens_as_token_ids=bool(f["return_tokens_as_token_ids"]), n=n, num_prompts=1,
         priority=f["priority"], cache_salt=f["cache_salt"], response_role=role,
         echo_content=echo_content if isinstance(echo_content, str) else "",
         return_prompt_text=bool(f["return_prompt_text"]),
-        prompt_text=prompt_text if f["return_prompt_text"] else None)
+        prompt_text=prompt_text if f["return_prompt_text"] else None, lora_request=lora)

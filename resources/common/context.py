@@ -1,16 +1,31 @@
 """The serving context: everything request conversion and rendering read about the served model.
 
 Built once per worker by the app factory from the Config and the model directory; immutable, so
-request pool threads and the HTTP hub share it without locks.
+request pool threads and the HTTP hub share it without locks. ``ContextSource`` is how the
+request resources get it: the worker's context with the runtime LoRA adapters attached.
+
+Model names are resolved in one place, ``ServingContext.resolve_model`` (``check_model`` for the
+endpoints that only accept or refuse the name): a served name or none is the base model, a
+loaded runtime LoRA adapter's name is that adapter, anything else is vLLM's 404.
 
 Runs on: any thread (read-only after construction).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from engine.protocol import LoRARequest
 from errors import ModelNotFound
+
+
+class AdapterLookup(Protocol):
+    """The runtime LoRA adapters (``resources.admin.lora.LoraRegistry``)."""
+
+    def lora_request(self, name: str) -> LoRARequest | None:
+        """The adapter called ``name`` as an ADD's ``lora_request``, or None. Cheap, thread-safe,
+        never blocks or yields: it is called on request-pool threads."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +53,8 @@ class ServingContext:
         structured_outputs_backend: the ``_backend`` written into structured-output params.
         special_tokens: ``bos_token``/``eos_token``/... text for request chat templates (used only
             with ``trust_request_chat_template``).
+        adapters: the runtime LoRA adapters a request may name as ``model``
+            (``VLLM_ALLOW_RUNTIME_LORA_UPDATING``), or None.
     """
 
     served_model_names: tuple[str, ...]
@@ -59,17 +76,64 @@ class ServingContext:
     max_completion_prompts: int = 1024
     structured_outputs_backend: str = "xgrammar"
     special_tokens: dict = field(default_factory=dict)
+    adapters: AdapterLookup | None = None
 
     @property
     def model_name(self) -> str:
-        """The name responses carry in ``model``."""
+        """The name responses carry in ``model`` when the request names no adapter."""
         return self.served_model_names[0]
 
-    def check_model(self, name: str | None) -> None:
-        """Accept a missing/empty model or any served name; anything else is vLLM's 404.
+    def response_model(self, lora: LoRARequest | None) -> str:
+        """The ``model`` of a response: the adapter's name, else the first served name (vLLM's
+        ``OpenAIServingModels.model_name(lora_request)``)."""
+        return lora.lora_name if lora is not None else self.served_model_names[0]
+
+    def resolve_model(self, name: str | None) -> LoRARequest | None:
+        """A request's ``model``: None for the base model (a missing/empty name or a served
+        one), the adapter's ``lora_request`` for a loaded runtime LoRA adapter (vLLM 0.32's
+        ``_check_model`` then ``_maybe_get_adapters``), else vLLM's 404.
 
         Raises:
-            ModelNotFound: ``name`` is not served (text-parity §8.2 "unknown model").
+            ModelNotFound: ``name`` is neither served nor a loaded adapter (text-parity §8.2
+                "unknown model"; the message lists the served names only, as vLLM's does).
         """
-        if name and name not in self.served_model_names:
-            raise ModelNotFound(name, self.served_model_names)
+        if not name or name in self.served_model_names:
+            return None
+        if self.adapters is not None:
+            lora = self.adapters.lora_request(name)
+            if lora is not None:
+                return lora
+        raise ModelNotFound(name, self.served_model_names)
+
+    def check_model(self, name: str | None) -> None:
+        """``resolve_model`` for endpoints that only accept or refuse the name (/tokenize and
+        /detokenize: vLLM tokenizes the same way for an adapter)."""
+        self.resolve_model(name)
+
+
+class ContextSource:
+    """The serving context a request resource converts with: the worker's (which raises 503
+    until the engines registered), with ``adapters`` set when runtime LoRA updating is on.
+
+    Args:
+        state: the ``runtime.state.WorkerState``.
+        adapters: the adapter registry, or None.
+
+    Runs on: request-pool threads. The derived context is made once per worker context; the
+    (base, derived) pair is replaced in one assignment, so racing threads at worst both make it.
+    """
+
+    def __init__(self, state: Any, adapters: AdapterLookup | None) -> None:
+        self._state = state
+        self._adapters = adapters
+        self._pair: tuple[Any, ServingContext | None] = (None, None)
+
+    def __call__(self) -> ServingContext:
+        base = self._state.serving_context()
+        if self._adapters is None:
+            return base
+        pair = self._pair
+        if pair[0] is not base:
+            pair = (base, dataclasses.replace(base, adapters=self._adapters))
+            self._pair = pair
+        return pair[1]

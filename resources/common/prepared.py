@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.protocol import SamplingParams
+from engine.protocol import LoRARequest, SamplingParams
 
 
 #: Request-id randomness (ids are not secrets; random.Random is seeded from os.urandom).
@@ -81,7 +81,8 @@ class PreparedRequest:
         kind: "completion" or "chat".
         request_id: the response ``id`` (``cmpl-…``/``chatcmpl-…``).
         created: ``created`` (taken once, repeated in every chunk).
-        model: the served model name written into responses.
+        model: the name written into responses: the adapter's when ``lora_request`` is set,
+            else the first served model name.
         stream: SSE response.
         include_usage / continuous_usage: ``stream_options`` after ``--enable-force-include-usage``.
         return_token_ids: vLLM's ``return_token_ids``.
@@ -92,6 +93,8 @@ class PreparedRequest:
         n: samples per prompt; num_prompts: prompts in the request.
         choices: the engine requests, ordered by ``index``.
         priority, cache_salt: EngineCoreRequest fields.
+        lora_request: the runtime LoRA adapter the request named as ``model`` (the
+            EngineCoreRequest field of every choice), or None for the base model.
         response_role: chat ``message.role`` / first-chunk role.
         echo_content: chat echo text to prefix (the last message's content when its role matches).
         return_prompt_text / prompt_text: chat ``prompt_text`` (rendered template) when asked for.
@@ -118,4 +121,5 @@ class PreparedRequest:
     echo_content: str = ""
     return_prompt_text: bool = False
     prompt_text: str | None = None
+    lora_request: LoRARequest | None = None
     extra: dict[str, Any] = field(default_factory=dict)

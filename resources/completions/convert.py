@@ -49,7 +49,7 @@ def prepare_completion(body: Any, ctx: ServingContext, *,
     body = require_object(body)
     validate.check_raw(body, ctx)
     f = parse_fields(body, types.fields(ctx.max_stop_strings))
-    ctx.check_model(f["model"])
+    lora = ctx.resolve_model(f["model"])
     validate.check_request(f)
 
     requested = types.DEFAULT_MAX_TOKENS if f["max_tokens"] is None else f["max_tokens"]
@@ -103,9 +103,10 @@ def prepare_completion(body: Any, ctx: ServingContext, *,
                 min_tokens=f["min_tokens"], logprobs=logprobs, prompt_logprobs=prompt_logprobs))
 
     return PreparedRequest(
-        kind="completion", request_id=request_id, created=now(), model=ctx.model_name,
+        kind="completion", request_id=request_id, created=now(), model=ctx.response_model(lora),
         stream=stream, choices=choices, include_usage=include_usage,
         continuous_usage=continuous, return_token_ids=return_token_ids, echo=echo,
         echo_only=echo_only, logprobs=logprobs,
         return_tokens_as_token_ids=bool(f["return_tokens_as_token_ids"]), n=n,
-        num_prompts=len(prompts), priority=f["priority"], cache_salt=f["cache_salt"])
+        num_prompts=len(prompts), priority=f["priority"], cache_salt=f["cache_salt"],
+        lora_request=lora)

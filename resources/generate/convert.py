@@ -51,7 +51,7 @@ def prepare_generate(body: Any, ctx: ServingContext, *,
     body = require_object(body)
     validate.check_raw(body)
     f, sp, provided = validate.parse_request(body, ctx)
-    ctx.check_model(f["model"])
+    lora = ctx.resolve_model(f["model"])
     validate.check_request(f, sp)
 
     ids = f["token_ids"]
@@ -82,11 +82,11 @@ def prepare_generate(body: Any, ctx: ServingContext, *,
             prompt_logprobs=sp["prompt_logprobs"])
         for i, child in enumerate(fan_out(wire, n))]
     return PreparedRequest(
-        kind="generate", request_id=request_id, created=now(), model=ctx.model_name,
+        kind="generate", request_id=request_id, created=now(), model=ctx.response_model(lora),
         stream=stream, choices=choices, include_usage=include_usage,
         continuous_usage=include_usage and bool(options["continuous_usage_stats"]),
         return_token_ids=bool(f["return_token_ids"]), logprobs=sp["logprobs"], n=n,
-        priority=f["priority"], cache_salt=f["cache_salt"],
+        priority=f["priority"], cache_salt=f["cache_salt"], lora_request=lora,
         extra={"output_mode": f["output_mode"], "detokenize": sp["detokenize"]})
 
 

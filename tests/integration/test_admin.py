@@ -2,7 +2,8 @@
 
 Three deployments: the shared default one (gates off: every admin route is a 404), a dev-mode
 one with two engines (every call fans out to both ranks; LoRA allowed but the engines lack
-LoRA support), and a LoRA one with two workers (the adapter registry is shared between them).
+LoRA support), and a LoRA one with two workers (the adapter registry is shared between them,
+and requests naming an adapter as ``model`` reach the engine with its LoRARequest).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import re
 import threading
 import time
 
+import openai
 import pytest
 import requests
 
@@ -216,3 +218,80 @@ def test_lora_load_and_unload(lora_server):
         assert gone.json()["error"]["message"] == f"The lora adapter '{name}' cannot be found."
     assert load("one", path1).status_code == 200  # a reload gets a new id
     assert _eventually(lambda: re.search(r"UTILITY add_lora\(\['one', 3, ", lora_server.log()))
+
+
+def test_requests_naming_a_lora_adapter(lora_server):
+    """model=<adapter>: accepted by every generation and tokenizer route on both workers, the
+    adapter's name in every body and chunk, its LoRARequest in every ADD; 404 after unload."""
+    url = lora_server.url
+    path = os.path.join(lora_server.allowed, "sql")
+    os.makedirs(path, exist_ok=True)
+    r = requests.post(url + "/v1/load_lora_adapter", timeout=10,
+                      json={"lora_name": "sql", "lora_path": path})
+    assert r.status_code == 200, r.text
+    added = re.compile(r"UTILITY add_lora\(\['sql', (\d+), ")
+    assert _eventually(lambda: added.search(lora_server.log())), lora_server.log()
+    lora_id = int(added.search(lora_server.log()).group(1))
+    client = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
+    try:
+        sent = []  # external request ids of the engine requests that must carry the adapter
+        for i in range(2):  # two workers: each must see the adapter another one loaded
+            rid = f"lora-{i}"
+            out = client.completions.create(model="sql", prompt="The capital of France is",
+                                            max_tokens=3, temperature=0,
+                                            extra_headers={"X-Request-Id": f"c{rid}"})
+            assert out.model == "sql" and out.choices[0].text == "The capital of"
+            chat = client.chat.completions.create(model="sql", max_tokens=2, messages=[
+                {"role": "user", "content": "Hi"}], extra_headers={"X-Request-Id": f"h{rid}"})
+            assert chat.model == "sql" and chat.choices[0].finish_reason == "length"
+            chunks = list(client.chat.completions.create(
+                model="sql", max_tokens=2, stream=True, messages=[{"role": "user",
+                                                                   "content": "Hi"}],
+                extra_headers={"X-Request-Id": f"s{rid}"}))
+            assert chunks and {c.model for c in chunks} == {"sql"}
+            sent += [f"cmpl-c{rid}-0", f"chatcmpl-h{rid}", f"chatcmpl-s{rid}"]
+        # A streamed completion through raw HTTP: every SSE chunk names the adapter.
+        r = requests.post(url + "/v1/completions", timeout=10, stream=True,
+                          headers={"X-Request-Id": "raw"},
+                          json={"model": "sql", "prompt": "Hello", "max_tokens": 2,
+                                "stream": True})
+        events = [line for line in r.iter_lines() if line.startswith(b"data: {")]
+        assert r.status_code == 200 and events
+        assert all(b'"model":"sql"' in e for e in events), events
+        sent.append("cmpl-raw-0")
+        r = requests.post(url + "/inference/v1/generate", timeout=10,
+                          headers={"X-Request-Id": "gen"},
+                          json={"model": "sql", "token_ids": [1, 22177],
+                                "sampling_params": {"max_tokens": 2}})
+        assert r.status_code == 200 and r.json()["model"] == "sql", r.text
+        sent.append("generate-tokens-gen")
+        for route, body in (("/tokenize", {"prompt": "Hello world"}),
+                            ("/detokenize", {"tokens": [22177]})):
+            assert requests.post(url + route, json={"model": "sql", **body},
+                                 timeout=10).status_code == 200
+        base = client.completions.create(model="tiny", prompt="Hi", max_tokens=1,
+                                         extra_headers={"X-Request-Id": "base"})
+        assert base.model == "tiny"
+
+        def adds() -> dict[str, str]:
+            return dict(re.findall(r"ADD (\S+)-[0-9a-f]{8} prompt_len=.*?client=\d+(.*)",
+                                   lora_server.log()))
+        assert _eventually(lambda: set(sent) | {"cmpl-base-0"} <= set(adds())), \
+            (sent, lora_server.log())
+        got = adds()
+        assert {rid: got[rid] for rid in sent} == {rid: f" lora=sql:{lora_id}" for rid in sent}
+        assert got["cmpl-base-0"] == ""
+        assert "was never added" not in lora_server.log()
+    finally:
+        r = requests.post(url + "/v1/unload_lora_adapter", json={"lora_name": "sql"},
+                          timeout=10)
+    assert r.status_code == 200, r.text
+    for _ in range(2):  # both workers
+        with pytest.raises(openai.NotFoundError) as info:
+            client.chat.completions.create(model="sql", max_tokens=1,
+                                           messages=[{"role": "user", "content": "Hi"}])
+        assert info.value.body["message"] == \
+            "The model `sql` does not exist. Valid aliases: tiny."
+        r = requests.post(url + "/v1/completions", timeout=10,
+                          json={"model": "sql", "prompt": "x", "max_tokens": 1})
+        assert r.status_code == 404 and r.json()["error"]["param"] == "model"

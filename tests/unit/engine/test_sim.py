@@ -96,10 +96,11 @@ class Sim:
         self.registration = decode_registration(payload)
         return self.registration
 
-    def add(self, rid: str, prompt: list[int] = PROMPT, client_index: int = 0, **sp: Any) -> None:
+    def add(self, rid: str, prompt: list[int] = PROMPT, client_index: int = 0, lora: LoRARequest | None = None,
+            **sp: Any) -> None:
         sp.setdefault("temperature", 0.0)
         sp.setdefault("max_tokens", 5)
-        req = EngineCoreRequest(rid, prompt, None, SamplingParams(**sp), None, time.time(), None, None, None,
+        req = EngineCoreRequest(rid, prompt, None, SamplingParams(**sp), None, time.time(), lora, None, None,
                                 client_index=client_index, external_req_id=rid)
         self.router.send_multipart(encode_add(self.identity, req))
 
@@ -366,6 +367,32 @@ def test_pause_abort_ends_requests_with_abort(shared: Sim) -> None:
     assert (out.request_id, out.finish_reason, out.new_token_ids) == ("pa-1", FinishReason.ABORT, [])
     assert msg.finished_requests == ["pa-1"]
     assert shared.call("resume_scheduler").result == [None, None]
+    while shared.recv(0.1) is not None:  # the idle stats-only message
+        pass
+
+
+def test_lora_requests(start: Any) -> None:
+    sim = start(*FAST, "--enable-lora", "--verbose")
+    assert sim.call("add_lora", LoRARequest("l1", 3, "/x")).value is True
+    sim.add("lora-1", max_tokens=2, lora=LoRARequest("l1", 3, "/x"))
+    assert _tokens(sim.collect("lora-1")) == [501, 502]
+    assert "ADD lora-1 " in sim.log() and " lora=l1:3" in sim.log()
+    # Never added: a real engine's LoRA manager loads it from lora_path when it is scheduled.
+    sim.add("lora-2", max_tokens=2, lora=LoRARequest("l9", 9, "/y"))
+    assert _tokens(sim.collect("lora-2")) == [501, 502]
+    assert "lora-2: LoRA id 9 ('l9') was never added; loading it on demand from '/y'" in sim.log()
+    assert sim.call("list_loras").value == [3, 9]
+    # vLLM's LoRARequest refuses id 0 while decoding the ADD.
+    sim.add("lora-3", max_tokens=2, lora=LoRARequest("l0", 0, "/z"))
+    sim.add("lora-4", max_tokens=1)
+    assert [o.request_id for o, _, _ in sim.collect("lora-4")] == ["lora-4"]
+    assert "ignoring request: lora-3: invalid lora_request" in sim.log()
+
+
+def test_lora_request_without_lora_support_is_ignored(shared: Sim) -> None:
+    shared.add("nolora-1", max_tokens=2, lora=LoRARequest("l1", 1, "/x"))
+    assert _tokens(shared.collect("nolora-1")) == [501, 502]
+    assert "nolora-1: LoRA is not enabled; lora_request 'l1' (id 1) ignored" in shared.log()
     while shared.recv(0.1) is not None:  # the idle stats-only message
         pass
 
