@@ -90,7 +90,10 @@ class EngineClient:
         self._thread = EngineThread(self._start_transport)
         self._thread.start()
         if self._transport is None:
-            raise RuntimeError("the engine I/O thread could not bind its sockets")
+            inputs, outputs = self._addresses[:2]
+            raise RuntimeError(f"the engine I/O thread could not bind its sockets ({inputs}, "
+                               f"{outputs}); the error is logged above. With a TCP handshake "
+                               "address the two ports per worker after it must be free.")
 
     def _start_transport(self, thread: EngineThread) -> None:
         input_address, output_address, input_fd, output_fd = self._addresses

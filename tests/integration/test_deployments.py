@@ -9,7 +9,7 @@ import threading
 import openai
 import requests
 
-from tests.integration.harness import ROOT, GreenfrontServer, free_port, wait_for
+from tests.integration.harness import ROOT, GreenfrontServer, free_port_block, wait_for
 
 
 def test_offload_off_serves_the_same_api(make_server):
@@ -76,7 +76,7 @@ def test_concurrent_huge_prompts_all_complete(make_server):
 def test_an_engine_that_only_has_tcp_serves_every_worker(model_dir, tmp_path):
     # An engine on another host reaches the workers through TCP only: with a TCP handshake
     # address the workers listen on the ports after it, and the engine is told those.
-    handshake = f"tcp://127.0.0.1:{free_port()}"
+    handshake = f"tcp://127.0.0.1:{free_port_block(5)}"  # + 2 ports per worker
     srv = GreenfrontServer(model_dir, workers=2, env={
         "GREENFRONT_ENGINE": "external", "GREENFRONT_HANDSHAKE_ADDRESS": handshake}).launch()
     log = open(tmp_path / "engine.log", "wb")
@@ -92,7 +92,8 @@ def test_an_engine_that_only_has_tcp_serves_every_worker(model_dir, tmp_path):
         ready = (tmp_path / "engine.log").read_text()
         assert "inputs=['tcp://127.0.0.1:" in ready and "ipc://" not in ready, ready
         # Both workers registered the engine through their own TCP sockets.
-        assert len(re.findall(r"\] engine 0 registered", srv.log())) == 2, srv.log()
+        registered = re.findall(r"\[(\d+)\] \[greenfront.engine\] engine 0 registered", srv.log())
+        assert len(set(registered)) == 2, srv.log()
     finally:
         srv.stop()
         engine.kill()

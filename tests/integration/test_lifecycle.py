@@ -13,7 +13,7 @@ import time
 
 import requests
 
-from tests.integration.harness import ROOT, GreenfrontServer, free_port, wait_for
+from tests.integration.harness import ROOT, GreenfrontServer, free_port_block, wait_for
 
 
 def _stream_request(server, body: dict) -> socket.socket:
@@ -125,7 +125,7 @@ def test_two_workers_and_a_restarted_worker_reconnects(make_server):
 def test_a_worker_accepts_connections_only_once_its_engine_registered(model_dir, tmp_path):
     # No engine at first: a /health sent now waits in the listen backlog instead of getting the
     # 503 a worker without engines would answer; it is answered 200 once the engine joins.
-    handshake = f"tcp://127.0.0.1:{free_port()}"
+    handshake = f"tcp://127.0.0.1:{free_port_block(3)}"  # + the worker's 2 ports
     srv = GreenfrontServer(model_dir, env={"GREENFRONT_ENGINE": "external",
                                            "GREENFRONT_ACCEPT_WAIT": "120",
                                            "GREENFRONT_HANDSHAKE_ADDRESS": handshake}).launch()

@@ -7,7 +7,7 @@ import os
 import openai
 import pytest
 
-from tests.integration.harness import GreenfrontServer, free_port
+from tests.integration.harness import GreenfrontServer, free_port_block
 from tests.interop.peers import MODEL, SERVE_ARGS, VllmProcess, requires_peers
 
 pytestmark = requires_peers
@@ -16,7 +16,7 @@ pytestmark = requires_peers
 @pytest.fixture(scope="module")
 def greenfront_with_headless_engine(tmp_path_factory):
     logs = tmp_path_factory.mktemp("vllm-headless")
-    rpc_port = free_port()
+    rpc_port = free_port_block(3)  # the handshake port, then the worker's two
     server = GreenfrontServer(MODEL, env={
         "GREENFRONT_ENGINE": "external",
         "GREENFRONT_HANDSHAKE_ADDRESS": f"tcp://127.0.0.1:{rpc_port}"})
