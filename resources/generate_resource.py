@@ -15,8 +15,6 @@ import falcon
 from resources.request_body import read_json
 from errors import InvalidRequest
 from middleware.offload import CANCEL_KEY, Cancellation
-from resources.admin import adapter_lookup
-from resources.common.context import ContextSource
 from resources.common.output import RequestState
 from resources.common.sse import error_event
 from runtime.state import WorkerState
@@ -44,11 +42,10 @@ class GenerationResource:
 
     def __init__(self, state: WorkerState) -> None:
         self._state = state
-        self._context = ContextSource(state, adapter_lookup(state.config))
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         state = self._state
-        ctx = self._context()
+        ctx = state.serving_context()
         body = read_json(req)
         prepared = type(self).prepare(body, ctx, header_request_id=req.get_header("X-Request-Id"))
         if state.config.log_requests:

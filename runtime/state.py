@@ -145,6 +145,7 @@ class WorkerState:
         return self._context
 
     def _build_context(self):
+        from resources.admin import adapter_lookup
         from resources.common.context import ServingContext
 
         cfg = self.config
@@ -164,6 +165,7 @@ class WorkerState:
             max_logprobs=cfg.max_logprobs,
             enable_force_include_usage=cfg.enable_force_include_usage,
             enable_prompt_tokens_details=cfg.enable_prompt_tokens_details,
+            adapters=adapter_lookup(cfg),
         )
 
 

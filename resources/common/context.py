@@ -1,8 +1,8 @@
 """The serving context: everything request conversion and rendering read about the served model.
 
-Built once per worker by the app factory from the Config and the model directory; immutable, so
-request pool threads and the HTTP hub share it without locks. ``ContextSource`` is how the
-request resources get it: the worker's context with the runtime LoRA adapters attached.
+Built once per worker (``runtime.state``) from the Config, the model directory and the engines'
+registration, with the runtime LoRA adapter registry attached when that is on; immutable, so
+request pool threads and the HTTP hub share it without locks.
 
 Model names are resolved in one place, ``ServingContext.resolve_model`` (``check_model`` for the
 endpoints that only accept or refuse the name): a served name or none is the base model, a
@@ -12,7 +12,6 @@ Runs on: any thread (read-only after construction).
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -110,30 +109,3 @@ class ServingContext:
         /detokenize: vLLM tokenizes the same way for an adapter)."""
         self.resolve_model(name)
 
-
-class ContextSource:
-    """The serving context a request resource converts with: the worker's (which raises 503
-    until the engines registered), with ``adapters`` set when runtime LoRA updating is on.
-
-    Args:
-        state: the ``runtime.state.WorkerState``.
-        adapters: the adapter registry, or None.
-
-    Runs on: request-pool threads. The derived context is made once per worker context; the
-    (base, derived) pair is replaced in one assignment, so racing threads at worst both make it.
-    """
-
-    def __init__(self, state: Any, adapters: AdapterLookup | None) -> None:
-        self._state = state
-        self._adapters = adapters
-        self._pair: tuple[Any, ServingContext | None] = (None, None)
-
-    def __call__(self) -> ServingContext:
-        base = self._state.serving_context()
-        if self._adapters is None:
-            return base
-        pair = self._pair
-        if pair[0] is not base:
-            pair = (base, dataclasses.replace(base, adapters=self._adapters))
-            self._pair = pair
-        return pair[1]

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import falcon
 
-from resources.admin import adapter_lookup
-from resources.common.context import ContextSource
 from resources.request_body import read_json
 from resources.tokenize.convert import detokenize, tokenize
 from runtime.state import WorkerState
@@ -15,19 +13,19 @@ from runtime.state import WorkerState
 
 class TokenizeResource:
     def __init__(self, state: WorkerState) -> None:
-        self._context = ContextSource(state, adapter_lookup(state.config))
+        self._state = state
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        ctx = self._context()
+        ctx = self._state.serving_context()
         resp.content_type = falcon.MEDIA_JSON
         resp.data = tokenize(read_json(req), ctx)
 
 
 class DetokenizeResource:
     def __init__(self, state: WorkerState) -> None:
-        self._context = ContextSource(state, adapter_lookup(state.config))
+        self._state = state
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        ctx = self._context()
+        ctx = self._state.serving_context()
         resp.content_type = falcon.MEDIA_JSON
         resp.data = detokenize(read_json(req), ctx)

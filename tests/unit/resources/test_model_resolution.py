@@ -17,7 +17,6 @@ from errors import ApiError, ModelNotFound
 from jsonio import dumps
 from resources.admin.lora import LoraRegistry
 from resources.chat.convert import prepare_chat
-from resources.common.context import ContextSource
 from resources.completions.convert import prepare_completion
 from resources.generate.convert import prepare_generate
 from resources.tokenize import detokenize, tokenize
@@ -161,23 +160,6 @@ def test_every_engine_request_carries_the_lora_request(lctx):
     client = FakeClient()
     start_generation(prepare_completion({"prompt": "x", "max_tokens": 2}, lctx), client)
     assert client.sent[0].lora_request is None
-
-
-def test_context_source_attaches_the_adapters(ctx, registry):
-    class State:
-        context = ctx
-
-        def serving_context(self):
-            return self.context
-
-    state = State()
-    assert ContextSource(state, None)() is ctx
-    source = ContextSource(state, registry)
-    first = source()
-    assert first.adapters is registry and first.served_model_names == ctx.served_model_names
-    assert source() is first  # made once per worker context
-    state.context = dataclasses.replace(ctx, max_model_len=1024)
-    assert source().max_model_len == 1024 and source().adapters is registry
 
 
 # -- the registry's per-request read -------------------------------------------------------------
