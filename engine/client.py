@@ -278,8 +278,10 @@ class EngineClient:
         if rank not in self._outstanding:
             log.warning("ignoring a registration from unexpected engine rank %d", rank)
             return
+        known = self.registrations.get(rank)
         self.registrations[rank] = registration
-        log.info("engine %d registered (max_model_len=%d)", rank, registration.max_model_len)
+        if known != registration:  # read from the shared file first, then sent live: log once
+            log.info("engine %d registered (max_model_len=%d)", rank, registration.max_model_len)
         if all(r in self.registrations for r in self.ranks):
             lens = [self.registrations[r].max_model_len for r in self.ranks]
             if self._cap:
