@@ -16,8 +16,7 @@ from typing import Any
 from errors import InvalidRequest
 from resources.common.context import ServingContext
 from resources.common.fields import INVALID, add_error
-from resources.common.sampling import plain_error
-from resources.common.sampling_rules import check_logprob_counts
+from resources.common.sampling_rules import check_logprob_counts, refuse_unimplemented
 
 # vLLM's message union, in order: (class name, required role literal or None for "any string",
 # fields in declaration order as (name, rule)). Rules: "text" = str or iterable of parts,
@@ -197,12 +196,7 @@ def check_raw(body: dict) -> None:
 def check_request(f: dict[str, Any], ctx: ServingContext) -> None:
     """Serving-layer refusals before rendering: beam search, unsupported extras, tool choice
     without a tool parser (greenfront has none), untrusted request chat templates."""
-    if f["use_beam_search"]:
-        raise plain_error("Beam search is not supported by this server (greenfront); use "
-                          "sampling with n instead.", "use_beam_search")
-    if f["logits_processors"] is not None:
-        raise plain_error("logits_processors is not supported by this server (greenfront).",
-                          "logits_processors")
+    refuse_unimplemented(f)
     choice = f["tool_choice"]
     if choice == "auto":
         raise InvalidRequest('"auto" tool choice requires --enable-auto-tool-choice and '

@@ -28,6 +28,23 @@ def plain_error(message: str, param: str | None = None) -> InvalidRequest:
     return exc
 
 
+def unsupported(what: str, param: str) -> InvalidRequest:
+    """The 400 for a request field greenfront does not implement."""
+    return plain_error(f"{what} is not supported by this server (greenfront).", param)
+
+
+def refuse_unimplemented(f: dict[str, Any]) -> None:
+    """The serving-layer refusals completions and chat share, in vLLM's check order: beam search,
+    prompt embeddings (completions only), logits processors."""
+    if f["use_beam_search"]:
+        raise plain_error("Beam search is not supported by this server (greenfront); use "
+                          "sampling with n instead.", "use_beam_search")
+    if f.get("prompt_embeds") is not None:
+        raise unsupported("prompt_embeds", "prompt_embeds")
+    if f["logits_processors"] is not None:
+        raise unsupported("logits_processors", "logits_processors")
+
+
 def convert_logit_bias(bias: dict | None) -> dict[int, float] | None:
     """String keys to token ids, biases clamped to ±100 (§8.2 wording for bad keys)."""
     if bias is None:

@@ -13,7 +13,7 @@ from typing import Any
 from errors import InvalidRequest
 from resources.common.context import ServingContext
 from resources.common.sampling import plain_error
-from resources.common.sampling_rules import check_logprob_counts
+from resources.common.sampling_rules import check_logprob_counts, refuse_unimplemented
 
 
 def _check_logprobs_raw(body: dict) -> None:
@@ -73,15 +73,7 @@ def check_request(f: dict[str, Any]) -> None:
     """
     if f["stream"] and f["use_beam_search"]:
         raise InvalidRequest("Streaming is not currently supported with beam search")
-    if f["use_beam_search"]:
-        raise plain_error("Beam search is not supported by this server (greenfront); use "
-                          "sampling with n instead.", "use_beam_search")
-    if f["prompt_embeds"] is not None:
-        raise plain_error("prompt_embeds is not supported by this server (greenfront).",
-                          "prompt_embeds")
-    if f["logits_processors"] is not None:
-        raise plain_error("logits_processors is not supported by this server (greenfront).",
-                          "logits_processors")
+    refuse_unimplemented(f)
     if f["suffix"] is not None:
         if f["echo"]:
             raise plain_error("Echo is unsupported with suffix.", "suffix")

@@ -18,8 +18,8 @@ import msgspec
 from errors import InvalidRequest
 from resources.common.context import ServingContext
 from resources.common.fields import add_error, collect_fields, validation_error
-from resources.common.sampling import max_tokens_for, plain_error
-from resources.common.sampling_rules import check_like_vllm
+from resources.common.sampling import max_tokens_for
+from resources.common.sampling_rules import check_like_vllm, unsupported
 from resources.generate import types
 
 _SAMPLING_EPS = 1e-5
@@ -27,7 +27,6 @@ _MIN_TEMPERATURE = 0.01
 _MAX_CACHE_SALT = 128
 _CACHE_SALT_FORBIDDEN = frozenset("@/\\\x00")
 _MM_KEYS = ("mm_hashes", "mm_placeholders", "kwargs_data", "mm_metadata")
-_UNSUPPORTED = " is not supported by this server (greenfront)."
 
 
 def check_raw(body: dict) -> None:
@@ -152,15 +151,15 @@ def check_request(fields: dict, sampling: dict) -> None:
     except (OverflowError, TypeError, ValueError) as exc:
         raise InvalidRequest(str(exc)) from None
     if fields["content_parts"]:
-        raise plain_error("content_parts (multimodal input)" + _UNSUPPORTED, "content_parts")
+        raise unsupported("content_parts (multimodal input)", "content_parts")
     if _has_mm_items(fields["features"]):
-        raise plain_error("features (multimodal input)" + _UNSUPPORTED, "features")
+        raise unsupported("features (multimodal input)", "features")
     for name in ("reasoning_ended", "reasoning_parser_kwargs"):
         if fields[name] is not None:
-            raise plain_error(f"{name}" + _UNSUPPORTED, name)
+            raise unsupported(name, name)
     for name in ("prompt_logprob_token_ids", "trace_decode_token_ids"):
         if sampling[name] is not None:
-            raise plain_error(f"sampling_params.{name}" + _UNSUPPORTED, name)
+            raise unsupported(f"sampling_params.{name}", name)
 
 
 def _has_mm_items(features: Any) -> bool:
