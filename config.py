@@ -8,6 +8,7 @@ Runs on: import time of the gunicorn master (gunicorn.conf.py) and of each worke
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -295,6 +296,7 @@ class Config:
         return replace(self, run_dir=tempfile.mkdtemp(prefix="greenfront-"))
 
 
+@functools.cache
 def reachable_host() -> str:
     """An address of this host that other hosts can connect to: the one its default route
     leaves from (connecting a UDP socket sends nothing), else what the host name resolves to."""

@@ -13,6 +13,7 @@ import gc
 import logging
 import os
 import time
+from typing import Callable
 
 import gevent
 
@@ -75,18 +76,15 @@ class WorkerState:
                  self.pid, cfg.worker_slot, self.tokenizer.backend, cfg.request_threads,
                  "on" if cfg.offload else "off")
 
-    def wait_for_engines(self, heartbeat) -> bool:
+    def wait_for_engines(self, heartbeat: Callable[[], None]) -> None:
         """Before the worker accepts connections: wait (bounded by ``accept_wait``) for the
         engines to register, so a fresh or restarted worker does not take requests it can only
         answer with 503 while its siblings are serving. ``heartbeat`` keeps gunicorn's master
         from taking the wait for a hung worker."""
         deadline = time.monotonic() + self.config.accept_wait
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return self.client.ready
+        while (left := deadline - time.monotonic()) > 0:
             if self.client.wait_ready(min(left, 1.0)):
-                return True
+                return
             heartbeat()
 
     def _make_client(self) -> EngineClient:

@@ -29,7 +29,7 @@ Python frontend only forgets the name; vllm-rs also frees the engine slot, which
 
 Runs on: the HTTP hub (load/unload). The registry's file work is short and never yields while it
 holds the lock (greenlets of one process would otherwise deadlock on the same ``flock``).
-Reading (``get``, ``lora_request``, ``adapters``) runs on request-pool threads too, once per
+Reading (``lora_request``, ``adapters``) runs on request-pool threads too, once per
 request that names a model other than a served one: it takes no lock at all (see ``_view``).
 """
 from __future__ import annotations
@@ -133,10 +133,6 @@ class LoraRegistry:
         """``/v1/models`` fields of each adapter, as vLLM fills them: ``id`` is the adapter
         name, ``root`` its path; ``parent`` is the first served model name (the caller's)."""
         return [{"id": a.name, "root": a.path} for a in self.adapters()]
-
-    def get(self, name: str) -> LoraAdapter | None:
-        """The loaded adapter called ``name``, or None."""
-        return self._view().adapters.get(name)
 
     def lora_request(self, name: str) -> LoRARequest | None:
         """The ``lora_request`` of an ADD for a request whose ``model`` is ``name`` (one shared,

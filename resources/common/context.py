@@ -85,7 +85,7 @@ class ServingContext:
     def response_model(self, lora: LoRARequest | None) -> str:
         """The ``model`` of a response: the adapter's name, else the first served name (vLLM's
         ``OpenAIServingModels.model_name(lora_request)``)."""
-        return lora.lora_name if lora is not None else self.served_model_names[0]
+        return lora.lora_name if lora is not None else self.model_name
 
     def resolve_model(self, name: str | None) -> LoRARequest | None:
         """A request's ``model``: None for the base model (a missing/empty name or a served
@@ -108,4 +108,3 @@ class ServingContext:
         """``resolve_model`` for endpoints that only accept or refuse the name (/tokenize and
         /detokenize: vLLM tokenizes the same way for an adapter)."""
         self.resolve_model(name)
-

@@ -185,7 +185,7 @@ def test_other_workers_changes_are_seen(tmp_path):
     assert [a.name for a in mine.adapters()] == ["a", "b"]
     unload(other, "a")
     age(other)
-    assert mine.lora_request("a") is None and mine.get("b").path == "/b"
+    assert mine.lora_request("a") is None and mine.lora_request("b").lora_path == "/b"
 
 
 def test_same_size_rewrite_in_the_same_tick_is_not_missed(registry):
