@@ -15,6 +15,8 @@ import sys
 import tempfile
 import time
 
+from typing import Callable
+
 import requests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -48,21 +50,28 @@ def free_port_block(count: int) -> int:
     raise RuntimeError(f"no {count} consecutive free ports")
 
 
-def children_of(pid: int) -> list[tuple[int, str]]:
-    """(pid, cmdline) of the direct children of ``pid`` (read from /proc)."""
-    found = []
+def process_children() -> dict[int, list[int]]:
+    """Parent pid -> child pids of every process (read from /proc)."""
+    children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            if ppid != pid:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
                 continue
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-            found.append((int(entry), cmd))
-        except (OSError, ValueError, IndexError):
+            children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def children_of(pid: int) -> list[tuple[int, str]]:
+    """(pid, cmdline) of the direct children of ``pid``."""
+    found = []
+    for child in process_children().get(pid, []):
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                found.append((child, f.read().replace(b"\0", b" ").decode(errors="replace")))
+        except OSError:
             continue
     return found
 
@@ -92,19 +101,13 @@ class GreenfrontServer:
     def start(self, timeout: float = 60.0, wait_healthy: bool = True) -> "GreenfrontServer":
         """Start gunicorn and wait for /health: for a 200, or for any answer."""
         self.launch()
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"greenfront exited with {self.proc.returncode}:\n{self.log()}")
-            try:
-                status = requests.get(self.url + "/health", timeout=1).status_code
-                if status == 200 or not wait_healthy:
-                    return self
-            except requests.RequestException:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"greenfront did not become healthy in {timeout} s:\n{self.log()}")
+        try:
+            wait_for_health(self.url, self.proc, self.log, "greenfront", timeout,
+                            any_answer=not wait_healthy)
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
 
     def launch(self) -> "GreenfrontServer":
         """Start gunicorn without waiting for anything."""
@@ -162,3 +165,24 @@ def wait_for(predicate, timeout: float = 15.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def wait_for_health(url: str, proc: subprocess.Popen, log: Callable[[], str], name: str,
+                    timeout: float, *, any_answer: bool = False, interval: float = 0.1) -> None:
+    """Poll ``url``/health until it answers 200 (or anything, with ``any_answer``).
+
+    Raises:
+        RuntimeError: ``proc`` exited, or ``timeout`` passed; the message ends with ``log()``.
+    """
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited with {proc.returncode}:\n{log()}")
+        try:
+            status = requests.get(url + "/health", timeout=max(1.0, interval * 4)).status_code
+            if status == 200 or any_answer:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(interval)
+    raise RuntimeError(f"{name} did not become healthy in {timeout} s:\n{log()}")

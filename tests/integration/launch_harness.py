@@ -10,11 +10,8 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 
-import requests
-
-from tests.integration.harness import ROOT
+from tests.integration.harness import ROOT, wait_for_health
 
 EXECUTABLE = os.path.join(ROOT, "bin", "greenfront")
 
@@ -75,17 +72,8 @@ class LaunchedFrontend:
                     start_new_session=True))
 
     def wait_healthy(self, timeout: float = 60.0) -> "LaunchedFrontend":
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"frontend exited {self.proc.returncode}:\n{self.log()}")
-            try:
-                if requests.get(self.url + "/health", timeout=1).status_code == 200:
-                    return self
-            except requests.RequestException:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"frontend not healthy in {timeout} s:\n{self.log()}")
+        wait_for_health(self.url, self.proc, self.log, "frontend", timeout)
+        return self
 
     def log(self) -> str:
         with open(self.log_path, "rb") as f:

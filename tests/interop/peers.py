@@ -8,12 +8,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 
 import pytest
-import requests
 
-from tests.integration.harness import ROOT, free_port
+from tests.integration.harness import ROOT, free_port, process_children, wait_for_health
 
 PEERS = os.environ.get("PEERS", "/tmp/peers")
 VLLM = os.path.join(PEERS, "vllm-venv", "bin", "vllm")
@@ -58,17 +56,8 @@ class VllmProcess:
                                      start_new_session=True)
 
     def wait_healthy(self, timeout: float = 300.0) -> "VllmProcess":
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"vllm serve exited {self.proc.returncode}:\n{self.log()}")
-            try:
-                if requests.get(self.url + "/health", timeout=2).status_code == 200:
-                    return self
-            except requests.RequestException:
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"vllm serve not healthy in {timeout} s:\n{self.log()}")
+        wait_for_health(self.url, self.proc, self.log, "vllm serve", timeout, interval=0.5)
+        return self
 
     def log(self) -> str:
         with open(self.log_path, "rb") as f:
@@ -107,15 +96,7 @@ def serve_with_python_frontend(log_path: str, extra: list[str] | None = None) ->
 
 def descendants(pid: int) -> set[int]:
     """Every process below ``pid`` (from /proc), for checking that nothing is left behind."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry))
-            except (OSError, ValueError, IndexError):
-                continue
+    children = process_children()
     found, todo = set(), [pid]
     while todo:
         for child in children.get(todo.pop(), []):
