@@ -49,7 +49,8 @@ def parse_cpus(spec: str) -> set[int]:
 
 # -- /proc ---------------------------------------------------------------------------------------
 
-def _children() -> dict[int, list[int]]:
+def process_children() -> dict[int, list[int]]:
+    """Parent pid -> child pids of every process."""
     kids: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -64,7 +65,7 @@ def _children() -> dict[int, list[int]]:
 
 def tree(pid: int, exclude: set[int] = frozenset()) -> list[int]:
     """``pid`` and its descendants, minus ``exclude`` and their descendants."""
-    kids = _children()
+    kids = process_children()
     out, todo = [], [pid]
     while todo:
         p = todo.pop()

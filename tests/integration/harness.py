@@ -14,10 +14,11 @@ import subprocess
 import sys
 import tempfile
 import time
-
 from typing import Callable
 
 import requests
+
+from bench.deploy import cmdline, process_children
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -50,30 +51,9 @@ def free_port_block(count: int) -> int:
     raise RuntimeError(f"no {count} consecutive free ports")
 
 
-def process_children() -> dict[int, list[int]]:
-    """Parent pid -> child pids of every process (read from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    return children
-
-
 def children_of(pid: int) -> list[tuple[int, str]]:
     """(pid, cmdline) of the direct children of ``pid``."""
-    found = []
-    for child in process_children().get(pid, []):
-        try:
-            with open(f"/proc/{child}/cmdline", "rb") as f:
-                found.append((child, f.read().replace(b"\0", b" ").decode(errors="replace")))
-        except OSError:
-            continue
-    return found
+    return [(child, cmdline(child)) for child in process_children().get(pid, [])]
 
 
 class GreenfrontServer:

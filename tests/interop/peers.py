@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from tests.integration.harness import ROOT, free_port, process_children, wait_for_health
+from bench.deploy import tree
+from tests.integration.harness import ROOT, free_port, wait_for_health
 
 PEERS = os.environ.get("PEERS", "/tmp/peers")
 VLLM = os.path.join(PEERS, "vllm-venv", "bin", "vllm")
@@ -96,11 +97,4 @@ def serve_with_python_frontend(log_path: str, extra: list[str] | None = None) ->
 
 def descendants(pid: int) -> set[int]:
     """Every process below ``pid`` (from /proc), for checking that nothing is left behind."""
-    children = process_children()
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
+    return set(tree(pid)) - {pid}
