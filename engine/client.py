@@ -2,7 +2,7 @@
 
 Thread-safe facade. ``submit``/``abort`` may be called from a pool thread or the HTTP hub; they
 register the request's stream and hand the frames to the engine-I/O thread. Outputs come back
-through ``runtime.handoff`` into the HTTP hub, where each goes to its ``RequestStream``.
+through ``handoff`` into the HTTP hub, where each goes to its ``RequestStream``.
 Registration (the engines' ready messages) decides ``ready`` and ``max_model_len``; engine death
 (``ENGINE_CORE_DEAD`` or a dropped connection) fails every in-flight request and turns ``dead``.
 
@@ -24,8 +24,8 @@ from engine import protocol
 from engine.stream import RequestStream, Waker
 from engine.transport import Transport
 from errors import ApiError, EngineDead, EngineUnavailable, InvalidRequest, ServerError
-from runtime.engine_thread import EngineThread
-from runtime.handoff import HubInbox, run_each
+from engine.io_thread import EngineThread
+from handoff import HubInbox, run_each
 
 log = logging.getLogger("greenfront.engine")
 

@@ -28,7 +28,7 @@ from gevent.event import AsyncResult
 from gevent.threadpool import ThreadPool
 
 from config import Config
-from runtime.handoff import HubInbox, run_each
+from handoff import HubInbox, run_each
 
 log = logging.getLogger("greenfront.pool")
 

@@ -13,7 +13,7 @@ import logging
 from typing import Any, Callable, Iterator
 
 from errors import ApiError
-from middleware.errors import http_parts, status_line
+from streaming.error_response import http_parts, status_line
 from streaming.submit import Generation
 
 log = logging.getLogger("greenfront.body")

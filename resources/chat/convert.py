@@ -15,7 +15,7 @@ from typing import Any
 
 from errors import InvalidRequest
 from resources.chat import types, validate
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.fields import parse_fields, require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
 from resources.common.prompts import check_not_empty, make_rule, tokenize_texts

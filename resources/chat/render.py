@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from jsonio import dumps
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.logprobs import chat_logprobs, prompt_logprobs_json
 from resources.common.output import ChoiceDelta, RequestState
 from resources.common.prepared import PreparedRequest

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from engine.protocol import FinishReason, finish_reason_str
 from errors import ServerError
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.logprobs import (Namer, Position, chat_logprobs, completion_logprobs,
                                        positions_from)
 from resources.common.prepared import PreparedChoice, PreparedRequest

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from errors import InvalidRequest
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 
 
 @dataclass(frozen=True)

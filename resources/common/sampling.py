@@ -19,7 +19,7 @@ import msgspec
 from engine.protocol import (OutputKind, SamplingParams, SamplingParamsError,
                              validate_sampling_params)
 from errors import InvalidRequest
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.sampling_rules import (bad_words_token_ids, check_engine_side,
                                              check_like_vllm, convert_logit_bias, plain_error,
                                              structured_outputs_for)

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from errors import InvalidRequest
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 
 _SAMPLING_EPS = 1e-5
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from errors import InvalidRequest
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.fields import parse_fields, require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
 from resources.common.prompts import (check_not_empty, make_rule, tokenize_ids, tokenize_texts)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from errors import InvalidRequest
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.sampling import plain_error
 from resources.common.sampling_rules import check_logprob_counts, refuse_unimplemented
 

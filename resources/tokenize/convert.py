@@ -17,7 +17,7 @@ from errors import InvalidRequest
 from jsonio import dumps
 from resources.chat.convert import render_prompt
 from resources.chat.validate import check_request as check_chat_request
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.fields import (collect_fields, parse_fields, require_object,
                                      validation_error)
 from resources.tokenize import types

@@ -10,7 +10,7 @@ import pytest
 from engine.protocol import EngineCoreOutput
 from resources.chat.convert import prepare_chat
 from resources.chat.render import ChatStreamRenderer, render_chat_response
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.output import RequestState
 from resources.completions.convert import prepare_completion
 from resources.completions.render import CompletionStreamRenderer, render_completion_response

@@ -20,7 +20,7 @@ from errors import ModelNotFound
 
 
 class AdapterLookup(Protocol):
-    """The runtime LoRA adapters (``resources.admin.lora.LoraRegistry``)."""
+    """The runtime LoRA adapters (``runtime.lora_registry.LoraRegistry``)."""
 
     def lora_request(self, name: str) -> LoRARequest | None:
         """The adapter called ``name`` as an ADD's ``lora_request``, or None. Cheap, thread-safe,
