@@ -61,7 +61,7 @@ class EngineClient:
         self._on_stats = on_stats
         self._coordinator_address = coordinator_address
         self.engine_start = engine_start
-        # Latest DP coordinator view (§7.2): per-rank [waiting, running, kv_usage] of our ranks,
+        # Latest DP coordinator view (docs/engine-protocol.md §7.2): per-rank [waiting, running, kv_usage] of our ranks,
         # the current wave, and whether the engines are running a wave.
         self._load: dict[int, list] = {}
         self.current_wave = 0
@@ -182,7 +182,7 @@ class EngineClient:
         wake_wave = None
         if self._coordinator_address and not self.engines_running:
             # 0.32: the first request of an idle DP deployment tells the coordinator to start a
-            # wave on every engine (§7.2.4); the 2-byte identity as bin means "wake everyone".
+            # wave on every engine (docs/engine-protocol.md §7.2.4); the 2-byte identity as bin means "wake everyone".
             self.engines_running = True
             wake_wave = msgspec.msgpack.encode([_identity(rank), self.current_wave])
 

@@ -1,6 +1,6 @@
 """``greenfront frontend …``: what ``vllm serve`` runs with ``VLLM_USE_RUST_FRONTEND=1``.
 
-Accepts exactly vLLM's frontend command line (engine-core-protocol.md §6.2), turns
+Accepts exactly vLLM's frontend command line (docs/engine-protocol.md §6.2), turns
 ``--args-json`` into greenfront settings, marks the inherited sockets inheritable and execs
 gunicorn with one gevent worker bound to the inherited HTTP socket (``fd://N``). The worker adopts
 the input/output listeners as its ROUTER and PULL and waits for every engine's registration.

@@ -45,7 +45,7 @@ class LoraAdapter:
     is_3d_lora_weight: bool = False
 
     def request(self) -> list:
-        """The LoRARequest wire array (protocol §3.6): name, id, path, base model, flags."""
+        """The LoRARequest wire array (docs/engine-protocol.md §3.6): name, id, path, base model, flags."""
         return [self.name, self.int_id, self.path, None, self.load_inplace,
                 self.is_3d_lora_weight]
 

@@ -1,7 +1,7 @@
 """The HTTP bodies of a generation: an SSE stream, or one deferred JSON document.
 
 Both take every output that arrived since they last looked (coalescing: one write per wake-up,
-not one per token, gevent-physics.md §5), feed it to the request's output state (incremental
+not one per token, docs/architecture.md §5.5), feed it to the request's output state (incremental
 detokenization, stop strings) and render it. A stop string that ends a choice early aborts its
 engine request; a body closed early (client gone) aborts whatever is still running.
 

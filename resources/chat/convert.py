@@ -1,12 +1,12 @@
 """/v1/chat/completions request -> ``PreparedRequest`` (one prompt, n samples).
 
 Owns the conversion order of vLLM 0.32: body shape, raw checks, field types, model (404),
-serving refusals, then the prompt (§4.2: messages -> chat template with the merged kwargs ->
-tokens with ``add_special_tokens`` false by default), truncation and length checks (§4.3), the
+serving refusals, then the prompt (docs/text-parity.md §4.2: messages -> chat template with the merged kwargs ->
+tokens with ``add_special_tokens`` false by default), truncation and length checks (docs/text-parity.md §4.3), the
 ``max_completion_tokens``/``max_tokens`` budget (default: the rest of the context) and the
 SamplingParams.
 
-Called by: the lead's chat ``resource.py`` (and ``resources.tokenize`` for its chat form).
+Called by: ``resources/chat/resource.py`` (and ``resources.tokenize`` for its chat form).
 Runs on: request pool threads (template rendering is Python; tokenization releases the GIL).
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ NO_TEMPLATE = ("As of transformers v4.44, default chat template is no longer all
 
 def template_kwargs(ctx: ServingContext, f: dict[str, Any]) -> dict[str, Any]:
     """Server defaults, then the request's ``chat_template_kwargs``, then the top-level fields
-    that vLLM merges over them (None values skipped), §4.2 step 2."""
+    that vLLM merges over them (None values skipped), docs/text-parity.md §4.2 step 2."""
     kwargs = dict(ctx.default_chat_template_kwargs or {})
     request_kwargs = f.get("chat_template_kwargs") or {}
     kwargs.update(request_kwargs)
@@ -80,7 +80,7 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
     Raises:
         RequestValidationError: schema/type errors ("Bad Request").
         ModelNotFound: unknown ``model``.
-        InvalidRequest: every semantic 400 of text-parity §8.2 that conversion detects.
+        InvalidRequest: every semantic 400 of docs/text-parity.md §8.2 that conversion detects.
     """
     body = require_object(body)
     validate.check_raw(body)

@@ -1,12 +1,13 @@
 """/v1/chat/completions bytes: stream chunks and the non-streamed body, as vLLM 0.32 writes them.
 
-Stream (§6.3): on the request's first engine output, one role chunk per choice
+Stream (docs/text-parity.md §6.3): on the request's first engine output, one role chunk per choice
 (``{"role": …, "content": ""}`` with ``prompt_token_ids``/``prompt_text`` keys) and, with echo,
 one content chunk per choice carrying the echoed text; then one chunk per delta (``token_ids``
 key always present; ``stop_reason`` only on the terminal chunk); a usage chunk; ``[DONE]``.
-Non-streamed (§6.2): every field, ``tool_calls`` omitted from the message.
+Non-streamed (docs/text-parity.md §6.2): every field, ``tool_calls`` omitted from the message.
 
-Called by: the lead's chat resource / streaming driver, with a ``RequestState``.
+Called by: ``resources/generate_resource.py`` and the bodies in ``streaming/body.py``, with a
+``RequestState``.
 Runs on: the HTTP hub.
 """
 from __future__ import annotations
@@ -99,7 +100,7 @@ class ChatStreamRenderer(StreamRenderer):
 
 
 def render_chat_response(prepared: PreparedRequest, state: RequestState) -> bytes:
-    """The non-streamed body (every field of §6.2, nulls included)."""
+    """The non-streamed body (every field of docs/text-parity.md §6.2, nulls included)."""
     choices = []
     for c in state.choices:
         logprobs = None

@@ -1,7 +1,7 @@
-"""/v1/chat/completions checks, in vLLM 0.32's order and wording (text-parity §8.2).
+"""/v1/chat/completions checks, in vLLM 0.32's order and wording (docs/text-parity.md §8.2).
 
 Owns: the message validator that reproduces pydantic's errors for vLLM's union of message types
-(a ``content: null`` user message yields the 19 errors of §8.2), the raw-body "before" checks of
+(a ``content: null`` user message yields the 19 errors of docs/text-parity.md §8.2), the raw-body "before" checks of
 ChatCompletionRequest (generation-prompt flags, tools, structured outputs, logprobs, stream
 options, response_format), and the serving-layer checks (tool choice without a parser, request
 chat templates, beam search).

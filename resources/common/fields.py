@@ -2,7 +2,7 @@
 
 vLLM validates request bodies with pydantic 2 models; a type error becomes a 400 whose message is
 ``"<N> validation error[s]:\\n  <err>..."``, each ``<err>`` being the ``str()`` of a cleaned
-pydantic error dict (text-parity §8.1). We do not depend on pydantic at run time: this module
+pydantic error dict (docs/text-parity.md §8.1). We do not depend on pydantic at run time: this module
 restates the few lax-mode rules request fields need (``"5"`` -> 5, ``"yes"`` -> True, ``1.0`` -> 1,
 ...) as small validator combinators, and formats their errors the same way.
 
@@ -293,7 +293,7 @@ def parse_fields(body: dict, fields: list[Field]) -> dict[str, Any]:
 
 
 def require_object(body: Any) -> dict:
-    """The "body not an object" 400 (text-parity §8.2) for any non-dict JSON body."""
+    """The "body not an object" 400 (docs/text-parity.md §8.2) for any non-dict JSON body."""
     if not isinstance(body, dict):
         errors: list = []
         add_error(errors, "model_attributes_type", ("body",), "Input should be a valid dictionary "

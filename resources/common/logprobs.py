@@ -58,7 +58,7 @@ def decoded(tokenizer: Any, token_id: int) -> str:
 
 def python_float(x: float) -> Any:
     """A float as Python's ``json.dumps`` writes it (non-streamed bodies): ``1e-05`` where
-    orjson/pydantic write ``0.00001`` (text-parity §6.1)."""
+    orjson/pydantic write ``0.00001`` (docs/text-parity.md §6.1)."""
     if x != 0.0 and -1e-4 < x < 1e-4:
         return orjson.Fragment(repr(x).encode())
     return x

@@ -1,10 +1,10 @@
 """/v1/completions request -> ``PreparedRequest`` (one engine request per prompt and sample).
 
 Owns the conversion order of vLLM 0.32: body shape, raw checks, field types, model (404),
-serving refusals, prompt parsing and tokenization (§4.1, §4.3), then per prompt the
-``max_tokens`` budget and SamplingParams (§5.2), and finally the engine-side empty-prompt check.
+serving refusals, prompt parsing and tokenization (docs/text-parity.md §4.1, §4.3), then per prompt the
+``max_tokens`` budget and SamplingParams (docs/text-parity.md §5.2), and finally the engine-side empty-prompt check.
 
-Called by: the lead's completions ``resource.py``.
+Called by: ``resources/completions/resource.py``.
 Runs on: request pool threads (tokenization releases the GIL).
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ def prepare_completion(body: Any, ctx: ServingContext, *,
     Raises:
         RequestValidationError: schema/type errors ("Bad Request").
         ModelNotFound: unknown ``model``.
-        InvalidRequest: every semantic 400 of text-parity §8.2 that conversion detects.
+        InvalidRequest: every semantic 400 of docs/text-parity.md §8.2 that conversion detects.
     """
     body = require_object(body)
     validate.check_raw(body, ctx)

@@ -1,4 +1,4 @@
-"""/tokenize and /detokenize: body -> response JSON bytes (text-parity §4.4).
+"""/tokenize and /detokenize: body -> response JSON bytes (docs/text-parity.md §4.4).
 
 ``/tokenize`` takes the chat form when the body has ``messages`` (rendered with the chat template,
 ``add_special_tokens`` false by default) and the completion form otherwise (``add_special_tokens``
@@ -6,7 +6,7 @@ true). Neither form truncates or checks lengths; ``max_model_len`` is only repor
 fields: ``count, max_model_len, tokens, token_strs``. ``/detokenize`` decodes with special
 tokens kept; ids past the vocabulary decode to "".
 
-Called by: the lead's tokenize resources.
+Called by: ``resources/tokenize/resource.py``.
 Runs on: request pool threads.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from resources.tokenize import types
 
 def _pick_form(body: dict) -> tuple[str, dict]:
     """vLLM's body is the union ``completion form | chat form``: the chat form when it validates
-    and has ``messages``, else the completion form, else both forms' errors (§4.4)."""
+    and has ``messages``, else the completion form, else both forms' errors (docs/text-parity.md §4.4)."""
     if "messages" in body and body.get("continue_final_message") and body.get(
             "add_generation_prompt"):
         raise InvalidRequest("Cannot set both `continue_final_message` and "
@@ -67,7 +67,7 @@ def detokenize(body: Any, ctx: ServingContext) -> bytes:
     """The /detokenize response body ``{"prompt": …}``.
 
     Raises:
-        RequestValidationError: e.g. a negative id (§8.2).
+        RequestValidationError: e.g. a negative id (docs/text-parity.md §8.2).
         ModelNotFound: unknown ``model``.
     """
     body = require_object(body)

@@ -1,4 +1,4 @@
-"""/tokenize and /detokenize request fields (text-parity §4.4), in vLLM's declaration order.
+"""/tokenize and /detokenize request fields (docs/text-parity.md §4.4), in vLLM's declaration order.
 
 Data only, run by ``resources.common.fields.parse_fields``.
 

@@ -19,9 +19,9 @@ from text.model_dir import ModelFiles
 from text.tokenizer import Tokenizer
 
 FINGERPRINT = "vllm-0.32.0-416808fb"
-# Greedy output of the reference tiny model for "The capital of France is" (text-parity §3.2).
+# Greedy output of the reference tiny model for "The capital of France is" (docs/text-parity.md §3.2).
 FRANCE = [3795, 115370, 73750, 4756, 27797, 35424, 4756, 27797]
-# Greedy chat output for [user "Say hi"] (text-parity §6.4).
+# Greedy chat output for [user "Say hi"] (docs/text-parity.md §6.4).
 SAY_HI = [40571, 82503, 5533, 79904, 10817, 51390, 54961, 66030]
 
 

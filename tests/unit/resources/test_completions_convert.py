@@ -1,5 +1,5 @@
 """prepare_completion: prompt forms, tokenization, truncation, the wire SamplingParams, and every
-conversion-time error of text-parity §8.2 (status, type, param and message, byte for byte)."""
+conversion-time error of docs/text-parity.md §8.2 (status, type, param and message, byte for byte)."""
 from __future__ import annotations
 
 import msgspec

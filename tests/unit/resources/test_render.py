@@ -1,4 +1,4 @@
-"""Byte-for-byte checks of the captured bodies and streams of text-parity §6.4 and §3.2.
+"""Byte-for-byte checks of the captured bodies and streams of docs/text-parity.md §6.4 and §3.2.
 
 Only ``id`` and ``created`` are normalized; everything else (field order, nulls, fingerprint
 placement, usage key order, hold-back deltas) must match vLLM 0.32's Python frontend.
@@ -163,7 +163,7 @@ def test_stop_string_holdback_streams(run):
 
 
 def test_stop_string_table(run):
-    """text-parity §3.2: text / finish / completion_tokens for each stop configuration."""
+    """docs/text-parity.md §3.2: text / finish / completion_tokens for each stop configuration."""
     def result(**extra):
         body = norm(run("completion", {**BASE, "max_tokens": 8, **extra}, FRANCE))
         text = body.split('"text":"')[1].split('","logprobs"')[0]
