@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import os
 import platform
-from typing import Any
 
 import falcon
 import msgspec

@@ -8,7 +8,6 @@ answers 403); greenfront serves it always. ``request_id`` and ``created`` vary a
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -18,16 +17,14 @@ import requests
 
 from tests.integration.harness import ROOT, GreenfrontServer, free_port
 from tests.interop.peers import SERVE_ARGS, VllmProcess, requires_peers
+from tests.support.normalize import normalized
 
 pytestmark = requires_peers
 
 PATH = "/inference/v1/generate"
 SIM = ["--max-model-len", "2048", "--output-mode", "echo"]
-_VARYING = re.compile(rb'"(request_id|created)":("[^"]*"|\d+)')
-
-
 def _normalized(body: bytes) -> bytes:
-    return _VARYING.sub(rb'"\1":"*"', body)
+    return normalized(body, ("request_id", "created"))
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,8 @@ import dataclasses
 
 import pytest
 
-from errors import ApiError
-from jsonio import dumps
 from resources.chat import prepare_chat
+from tests.support.errors import raised_text
 
 HI = [{"role": "user", "content": "Hi"}]
 
@@ -22,9 +21,7 @@ def ids(ctx, messages=HI, **body):
 
 
 def error_body(ctx, body) -> tuple[int, str]:
-    with pytest.raises(ApiError) as info:
-        prepare_chat(body, ctx)
-    return info.value.status, dumps(info.value.to_envelope()).decode()
+    return raised_text(prepare_chat, body, ctx)
 
 
 def test_template_and_tokenization(ctx):

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from errors import ApiError
-from jsonio import dumps
 from resources.tokenize import detokenize, tokenize
+from tests.support.errors import raised_text
 
 CASES = [
     ({"model": "tiny", "prompt": "Hello world"},
@@ -48,9 +47,7 @@ def test_detokenize_bodies(ctx, tokens, expected):
 
 
 def error(fn, ctx, body) -> tuple[int, str]:
-    with pytest.raises(ApiError) as info:
-        fn(body, ctx)
-    return info.value.status, dumps(info.value.to_envelope()).decode()
+    return raised_text(fn, body, ctx)
 
 
 def test_errors_verbatim(ctx):
