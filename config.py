@@ -32,6 +32,13 @@ ZMQ_THREADS_DEFAULT = 4
 #: (jinja2) at a ~10% cost to that work.
 SWITCH_INTERVAL_DEFAULT = 0.0005
 POOL_NICE_DEFAULT = 10
+#: Seconds of silence that make an engine stalled (README, "Stalled engines": 10x the longest
+#: step measured on a real vLLM CPU engine, well above GPU steps of vLLM's default batch sizes).
+ENGINE_STALL_TIMEOUT_DEFAULT = 60.0
+#: Seconds an engine may stay silent before liveness (/health) fails and a restart is due.
+ENGINE_STALL_LIVENESS_DEFAULT = 300.0
+#: Seconds a response waits for a client that reads nothing before it is aborted.
+CLIENT_STALL_TIMEOUT_DEFAULT = 30.0
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
@@ -149,6 +156,9 @@ class Config:
     sim_args: str = ""
     engine_ready_timeout: float = 600.0
     accept_wait: float = 10.0
+    engine_stall_timeout: float = ENGINE_STALL_TIMEOUT_DEFAULT
+    engine_stall_liveness_timeout: float = ENGINE_STALL_LIVENESS_DEFAULT
+    client_stall_timeout: float = CLIENT_STALL_TIMEOUT_DEFAULT
     max_body_bytes: int = 256 * 1024 * 1024
     system_fingerprint: str | None = "greenfront-0.1.0"
     api_keys: tuple[str, ...] = ()
@@ -274,6 +284,13 @@ class Config:
             engine_ready_timeout=r.get(("GREENFRONT_ENGINE_READY_TIMEOUT",
                                         "VLLM_ENGINE_READY_TIMEOUT_S"), _non_negative_float, 600.0),
             accept_wait=r.get("GREENFRONT_ACCEPT_WAIT", _non_negative_float, 10.0),
+            engine_stall_timeout=r.get("GREENFRONT_ENGINE_STALL_TIMEOUT", _non_negative_float,
+                                       ENGINE_STALL_TIMEOUT_DEFAULT),
+            engine_stall_liveness_timeout=r.get("GREENFRONT_ENGINE_STALL_LIVENESS_TIMEOUT",
+                                                _non_negative_float,
+                                                ENGINE_STALL_LIVENESS_DEFAULT),
+            client_stall_timeout=r.get("GREENFRONT_CLIENT_STALL_TIMEOUT", _non_negative_float,
+                                       CLIENT_STALL_TIMEOUT_DEFAULT),
             max_body_bytes=r.get("GREENFRONT_MAX_BODY_BYTES", _positive_int, 256 * 1024 * 1024),
             system_fingerprint=r.get("GREENFRONT_SYSTEM_FINGERPRINT", str, "greenfront-0.1.0") or None,
             api_keys=keys,
