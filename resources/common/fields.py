@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from errors import RequestValidationError
 
@@ -290,6 +290,24 @@ def parse_fields(body: dict, fields: list[Field]) -> dict[str, Any]:
     if errors:
         raise validation_error(errors)
     return out
+
+
+S = TypeVar("S")
+
+
+def parse_struct(body: dict, fields: list[Field], struct: type[S]) -> S:
+    """``parse_fields`` into an endpoint's typed request struct (``types.py``), whose fields are
+    the table's, in its order (``struct_matches`` checks that).
+
+    Raises:
+        RequestValidationError: as ``parse_fields``.
+    """
+    return struct(**parse_fields(body, fields))
+
+
+def struct_matches(fields: list[Field], struct: type) -> bool:
+    """The struct declares exactly the table's fields, in the table's order."""
+    return tuple(name for name, _, _ in fields) == tuple(struct.__struct_fields__)
 
 
 def require_object(body: Any) -> dict:

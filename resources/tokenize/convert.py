@@ -18,12 +18,12 @@ from jsonio import dumps
 from resources.chat.convert import render_prompt
 from resources.chat.validate import check_request as check_chat_request
 from runtime.serving_context import ServingContext
-from resources.common.fields import (collect_fields, parse_fields, require_object,
+from resources.common.fields import (collect_fields, parse_struct, require_object,
                                      validation_error)
 from resources.tokenize import types
 
 
-def _pick_form(body: dict) -> tuple[str, dict]:
+def _pick_form(body: dict) -> dict | types.TokenizeCompletionRequest:
     """vLLM's body is the union ``completion form | chat form``: the chat form when it validates
     and has ``messages``, else the completion form, else both forms' errors (docs/text-parity.md §4.4)."""
     if "messages" in body and body.get("continue_final_message") and body.get(
@@ -32,10 +32,10 @@ def _pick_form(body: dict) -> tuple[str, dict]:
                              "`add_generation_prompt` to True.")
     chat, chat_errors = collect_fields(body, types.CHAT_FIELDS)
     if "messages" in body and not chat_errors:
-        return "chat", chat
+        return chat
     completion, completion_errors = collect_fields(body, types.COMPLETION_FIELDS)
     if not completion_errors:
-        return "completion", completion
+        return types.TokenizeCompletionRequest(**completion)
     raise validation_error(completion_errors + chat_errors)
 
 
@@ -54,11 +54,16 @@ def tokenize(body: Any, ctx: ServingContext) -> bytes:
         RequestValidationError, ModelNotFound, InvalidRequest: as /v1/chat/completions and
             /v1/completions would for the same fields.
     """
-    form, f = _pick_form(require_object(body))
-    ctx.check_model(f["model"])
-    text = _chat_prompt(f, ctx) if form == "chat" else f["prompt"]
-    ids = ctx.tokenizer.encode(text, f["add_special_tokens"])
-    strs = ctx.tokenizer.convert_ids_to_tokens(ids) if f["return_token_strs"] else None
+    f = _pick_form(require_object(body))
+    if isinstance(f, types.TokenizeCompletionRequest):
+        ctx.check_model(f.model)
+        text, add_special, want_strs = f.prompt, f.add_special_tokens, f.return_token_strs
+    else:
+        ctx.check_model(f["model"])
+        text = _chat_prompt(f, ctx)
+        add_special, want_strs = f["add_special_tokens"], f["return_token_strs"]
+    ids = ctx.tokenizer.encode(text, add_special)
+    strs = ctx.tokenizer.convert_ids_to_tokens(ids) if want_strs else None
     return dumps({"count": len(ids), "max_model_len": ctx.max_model_len, "tokens": ids,
                   "token_strs": strs})
 
@@ -70,7 +75,7 @@ def detokenize(body: Any, ctx: ServingContext) -> bytes:
         RequestValidationError: e.g. a negative id (docs/text-parity.md §8.2).
         ModelNotFound: unknown ``model``.
     """
-    body = require_object(body)
-    f = parse_fields(body, types.DETOKENIZE_FIELDS)
-    ctx.check_model(f["model"])
-    return dumps({"prompt": ctx.tokenizer.decode(f["tokens"], False)})
+    request = parse_struct(require_object(body), types.DETOKENIZE_FIELDS,
+                           types.DetokenizeRequest)
+    ctx.check_model(request.model)
+    return dumps({"prompt": ctx.tokenizer.decode(request.tokens, False)})

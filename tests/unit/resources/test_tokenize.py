@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from resources.tokenize import detokenize, tokenize
+from resources.common.fields import struct_matches
+from resources.tokenize import detokenize, tokenize, types
 from tests.support.errors import raised_text
 
 CASES = [
@@ -78,3 +79,8 @@ def test_errors_verbatim(ctx):
         '{"error":{"message":"2 validation errors:\\n  {\'type\': \'missing\', '
         "'loc': 'body.prompt'")
     assert error(tokenize, ctx, [1])[1].count("model_attributes_type") == 1
+
+
+def test_typed_requests_declare_the_field_tables():
+    assert struct_matches(types.COMPLETION_FIELDS, types.TokenizeCompletionRequest)
+    assert struct_matches(types.DETOKENIZE_FIELDS, types.DetokenizeRequest)
