@@ -52,6 +52,7 @@ def build_api(config: Config, state: WorkerState | None = None) -> OffloadMiddle
         pool=lambda: get_pool(config),
         enabled=config.offload,
         max_body_bytes=config.max_body_bytes,
+        client_stall_timeout=config.client_stall_timeout,
         before=state.ensure_started,
     )
     api.state = state  # for gunicorn's hooks (post_worker_init starts it, worker_exit stops it)
