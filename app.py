@@ -19,7 +19,8 @@ from resources.admin import register_admin_routes
 from resources.chat.resource import ChatCompletionsResource
 from resources.completions.resource import CompletionsResource
 from resources.generate.resource import GenerateResource
-from resources.health import HealthResource, LoadResource, MetricsResource, VersionResource
+from resources.health import (HealthResource, LoadResource, MetricsResource, ReadyResource,
+                              VersionResource)
 from resources.models import ModelsResource
 from resources.tokenize.resource import DetokenizeResource, TokenizeResource
 from runtime.request_pool import get_pool
@@ -34,6 +35,7 @@ def build_api(config: Config, state: WorkerState | None = None) -> OffloadMiddle
 
     # Health and metadata: answered in the HTTP hub, never queued behind request work.
     app.add_route("/health", HealthResource(state))
+    app.add_route("/ready", ReadyResource(state))
     app.add_route("/version", VersionResource(state))
     app.add_route("/load", LoadResource(state))
     app.add_route("/metrics", MetricsResource(state))

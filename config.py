@@ -58,6 +58,13 @@ def _non_negative_float(raw: str) -> float:
     return value
 
 
+def _positive_float(raw: str) -> float:
+    value = float(raw)
+    if not value > 0:
+        raise ValueError("must be > 0")
+    return value
+
+
 def _nice(raw: str) -> int:
     value = int(raw)
     if not 0 <= value <= 19:
@@ -150,6 +157,9 @@ class Config:
     engine_ready_timeout: float = 600.0
     accept_wait: float = 10.0
     max_body_bytes: int = 256 * 1024 * 1024
+    ready_max_hub_lag: float = 1.0
+    hub_lag_interval: float = 0.1
+    metrics_dir: str = ""
     system_fingerprint: str | None = "greenfront-0.1.0"
     api_keys: tuple[str, ...] = ()
     # Admin plumbing (resources/admin): dev-mode routes and runtime LoRA updates.
@@ -275,6 +285,9 @@ class Config:
                                         "VLLM_ENGINE_READY_TIMEOUT_S"), _non_negative_float, 600.0),
             accept_wait=r.get("GREENFRONT_ACCEPT_WAIT", _non_negative_float, 10.0),
             max_body_bytes=r.get("GREENFRONT_MAX_BODY_BYTES", _positive_int, 256 * 1024 * 1024),
+            ready_max_hub_lag=r.get("GREENFRONT_READY_MAX_HUB_LAG", _non_negative_float, 1.0),
+            hub_lag_interval=r.get("GREENFRONT_HUB_LAG_INTERVAL", _positive_float, 0.1),
+            metrics_dir=r.get("PROMETHEUS_MULTIPROC_DIR", str, ""),
             system_fingerprint=r.get("GREENFRONT_SYSTEM_FINGERPRINT", str, "greenfront-0.1.0") or None,
             api_keys=keys,
             server_dev_mode=r.get("VLLM_SERVER_DEV_MODE", _bool, False),

@@ -1,4 +1,5 @@
-"""API-key check (``Authorization: Bearer <key>``) when keys are configured; /health is exempt.
+"""API-key check (``Authorization: Bearer <key>``) when keys are configured; /health,
+/ready, /metrics and /version are exempt.
 
 Runs on: the HTTP hub or a pool thread (whichever runs the Falcon call).
 """
@@ -10,7 +11,8 @@ import falcon
 
 from errors import Unauthorized
 
-EXEMPT_PATHS = frozenset({"/health", "/metrics", "/version"})
+#: vLLM guards only /v1, /v2, /inference and /cohere paths; probes and metrics stay open.
+EXEMPT_PATHS = frozenset({"/health", "/ready", "/metrics", "/version"})
 
 
 class AuthMiddleware:

@@ -1,4 +1,4 @@
-"""Light routes that never leave the HTTP hub: /health, /version, /load.
+"""Light routes that never leave the HTTP hub: /health, /ready, /version, /load, /metrics.
 
 Runs on: the HTTP hub.
 """
@@ -25,6 +25,21 @@ class HealthResource:
             if client is not None and client.dead_reason:
                 raise EngineUnavailable(f"The engine core is dead: {client.dead_reason}.")
             raise EngineUnavailable("The engine core has not registered yet.")
+        resp.status = falcon.HTTP_200
+        resp.data = b""
+
+
+class ReadyResource:
+    """``/ready``: 200 while this worker should be sent requests (``runtime.readiness``), else 503
+    with the reasons. Cheap like /health: answered in the HTTP hub."""
+
+    def __init__(self, state: WorkerState) -> None:
+        self._state = state
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        reasons = self._state.readiness.not_ready_reasons()
+        if reasons:
+            raise EngineUnavailable("Not ready: " + "; ".join(reasons) + ".")
         resp.status = falcon.HTTP_200
         resp.data = b""
 

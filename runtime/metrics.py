@@ -39,6 +39,9 @@ class Metrics:
         self.generation_tokens = Counter("vllm:generation_tokens",
                                          "Tokens generated for finished requests.",
                                          ["model_name"], registry=self.registry)
+        self.hub_lag = Gauge("greenfront:hub_lag_seconds",
+                             "How late the HTTP hub's lag timer fired (the largest of the last "
+                             "second).", registry=self.registry)
         self._engines: dict[int, Any] = {}
         self._totals = [0, 0]  # prompt, generation tokens (for the periodic stats line)
         self.request_success = Counter("vllm:request_success", "Finished requests by reason.",
@@ -51,6 +54,10 @@ class Metrics:
         self.running.labels(*labels).set(stats.num_running_reqs)
         self.waiting.labels(*labels).set(stats.num_waiting_reqs)
         self.kv_usage.labels(*labels).set(stats.kv_cache_usage)
+
+    def observe_hub_lag(self, seconds: float) -> None:
+        """HTTP hub: the lag monitor's latest window maximum."""
+        self.hub_lag.set(seconds)
 
     def observe_finished(self, prompt_tokens: int, completion_tokens: int,
                          finish_reasons: list[str]) -> None:

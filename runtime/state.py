@@ -21,7 +21,9 @@ import gevent
 from config import Config
 from engine.client import EngineClient
 from engine.transport import endpoint_for_fd
+from runtime.hub_lag import HubLagMonitor
 from runtime.metrics import Metrics
+from runtime.readiness import Readiness
 from runtime.request_pool import get_pool, shutdown_pool
 
 log = logging.getLogger("greenfront.state")
@@ -40,6 +42,10 @@ class WorkerState:
         self._context = None
         self.started_at: float = 0.0
         self.metrics = Metrics(config.model_names[0])
+        self.hub_lag = HubLagMonitor(config.hub_lag_interval, self.metrics.observe_hub_lag)
+        #: What /ready answers from; the shutdown path and the stall detector feed it.
+        self.readiness = Readiness(config.ready_max_hub_lag, engines=lambda: self.client,
+                                   hub_lag=self.hub_lag.recent)
 
     # -- lifecycle --------------------------------------------------------------------------
     def ensure_started(self) -> None:
@@ -66,6 +72,7 @@ class WorkerState:
         self.client = self._make_client()
         self.client.start()
         gevent.spawn(self._watch_registration)
+        self.hub_lag.start()
         if cfg.log_stats:
             gevent.spawn(self.metrics.log_periodically, cfg.log_stats_interval)
         # PERF: a full collection walked the ~40k objects of the tokenizer, templates and app
@@ -126,6 +133,8 @@ class WorkerState:
 
     def stop(self) -> None:
         """Non-blocking shutdown: engine thread and pool are told to end, not waited for."""
+        self.readiness.set_draining()
+        self.hub_lag.stop()
         if self.client is not None:
             self.client.stop()
         shutdown_pool()
