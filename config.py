@@ -335,6 +335,15 @@ class Config:
     hub_lag_interval: float = setting(
         ("GREENFRONT_HUB_LAG_INTERVAL",), positive_float, 0.1,
         "seconds between the hub-lag monitor's samples")
+    metrics_dir: str = setting(
+        ("PROMETHEUS_MULTIPROC_DIR",), str, "",
+        "where every worker writes its metric values, so that any worker's `/metrics` reports "
+        "the whole deployment (prometheus-client's multiprocess mode; a directory you set must "
+        "be emptied between runs)", shown="`<run dir>/prometheus`")
+    metrics_flush_interval: float = setting(
+        ("GREENFRONT_METRICS_FLUSH_INTERVAL",), positive_float, 0.1,
+        "seconds between writes of a thread's gathered metric updates to the shared files (a "
+        "scrape lags the work by at most this)")
     system_fingerprint: str | None = setting(
         ("GREENFRONT_SYSTEM_FINGERPRINT",), fingerprint, "greenfront-0.1.0",
         "`system_fingerprint` in responses (empty: null)", empty_is_value=True)

@@ -102,7 +102,7 @@ class _Captured:
         self.status, self.headers = status, list(headers)
 
 
-class _Finally:
+class Closing:
     """The response iterable handed to gunicorn, with a hook run when it is closed."""
 
     __slots__ = ("_iterable", "_on_close")
@@ -202,7 +202,7 @@ class OffloadMiddleware:
             stop_watching()
             return _client_gone(start_response)
         start_response(captured.status, captured.headers)
-        return _Finally(result, stop_watching)
+        return Closing(result, stop_watching)
 
     def _read_body(self, environ: dict) -> bytes:
         stream = environ["wsgi.input"]

@@ -26,10 +26,11 @@ class HubLagMonitor:
 
     Args:
         interval: seconds between samples (GREENFRONT_HUB_LAG_INTERVAL).
-        on_sample: called in the hub with the window's maximum after each sample (the metric).
+        on_sample: called in the hub after each sample with it and the window's maximum (the
+            metrics).
     """
 
-    def __init__(self, interval: float, on_sample: Callable[[float], None] | None = None) -> None:
+    def __init__(self, interval: float, on_sample: Callable[[float, float], None] | None = None) -> None:
         self.interval = interval
         self._on_sample = on_sample
         self._samples: deque[float] = deque(maxlen=max(1, round(WINDOW_SECONDS / interval)))
@@ -59,6 +60,7 @@ class HubLagMonitor:
         while True:
             self._due = time.monotonic() + self.interval
             gevent.sleep(self.interval)
-            self._samples.append(max(0.0, time.monotonic() - self._due))
+            lag = max(0.0, time.monotonic() - self._due)
+            self._samples.append(lag)
             if self._on_sample is not None:
-                self._on_sample(max(self._samples))
+                self._on_sample(lag, max(self._samples))

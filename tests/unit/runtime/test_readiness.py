@@ -47,7 +47,7 @@ def test_a_zero_threshold_never_reports_the_hub():
 
 def test_the_monitor_measures_a_blocked_hub_and_forgets_it_after_its_window():
     samples = []
-    monitor = HubLagMonitor(0.02, samples.append)
+    monitor = HubLagMonitor(0.02, lambda lag, window_max: samples.append(lag))
     monitor.start()
     try:
         gevent.sleep(0.1)
