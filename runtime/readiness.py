@@ -5,13 +5,12 @@ stricter question a load balancer or Kubernetes asks before routing to this work
 only while all of these hold:
 
 - every expected engine has registered and none is dead (the engine client says so);
-- no engine is marked stalled (``mark_stalled``: the stalled-engine detector feeds it);
+- no engine is stalled (the engine client's ``stalled_ranks``: its liveness watch finds them);
 - the worker is not draining (``set_draining``: the shutdown path sets it on SIGTERM);
 - the HTTP hub is not lagging more than ``max_hub_lag`` seconds (``runtime.hub_lag``).
 
-Owning thread: the HTTP hub reads it (``not_ready_reasons`` from ``/ready``). Writers may call
-from any thread: each write replaces one immutable value (a bool, a frozenset) under a lock, so a
-reader sees the state before or after a change, never half of one.
+Owning thread: the HTTP hub reads it (``not_ready_reasons`` from ``/ready``). ``set_draining``
+may be called from any thread: it replaces one bool under a lock.
 
 Runs on: the HTTP hub (reads); writers on any thread.
 """
@@ -42,27 +41,17 @@ class Readiness:
         self._hub_lag = hub_lag
         self._lock = threading.Lock()
         self._draining = False
-        self._stalled: frozenset[int] = frozenset()
 
-    # -- writers (any thread) ---------------------------------------------------------------
+    # -- writer (any thread) ----------------------------------------------------------------
     def set_draining(self, draining: bool = True) -> None:
         """The worker stops taking new requests (SIGTERM, graceful shutdown)."""
         with self._lock:
             self._draining = draining
 
-    def mark_stalled(self, rank: int, stalled: bool = True) -> None:
-        """Engine ``rank`` stopped (or resumed) making progress on requests it holds."""
-        with self._lock:
-            self._stalled = (self._stalled | {rank}) if stalled else (self._stalled - {rank})
-
     # -- readers (HTTP hub) -----------------------------------------------------------------
     @property
     def draining(self) -> bool:
         return self._draining
-
-    @property
-    def stalled_engines(self) -> frozenset[int]:
-        return self._stalled
 
     def not_ready_reasons(self) -> list[str]:
         """Why the worker is not ready; an empty list means it is ready."""
@@ -72,7 +61,7 @@ class Readiness:
             reasons.append("the engines have not registered yet")
         elif client.dead_reason is not None:
             reasons.append(f"the engine core is dead ({client.dead_reason})")
-        stalled = self._stalled
+        stalled = getattr(client, "stalled_ranks", None)
         if stalled:
             reasons.append("engine " + ", ".join(str(r) for r in sorted(stalled)) + " stalled")
         if self._draining:

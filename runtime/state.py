@@ -112,7 +112,8 @@ class WorkerState:
             coordinator_address=cfg.coordinator_address,
             io_threads=cfg.zmq_threads, max_model_len_cap=cfg.max_model_len,
             registration_dir=cfg.run_dir, on_dead=self._on_engine_dead,
-            on_ready=self._on_engines_ready, observer=self.metrics)
+            on_ready=self._on_engines_ready, observer=self.metrics,
+            stall_timeout=cfg.engine_stall_timeout)
 
     def _on_engines_ready(self) -> None:
         """HTTP hub: every engine registered (before any request can be served)."""

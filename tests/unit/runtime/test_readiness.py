@@ -10,8 +10,8 @@ from runtime.hub_lag import HubLagMonitor
 from runtime.readiness import Readiness
 
 
-def _client(ready=True, dead=None):
-    return SimpleNamespace(ready=ready, dead_reason=dead)
+def _client(ready=True, dead=None, stalled=frozenset()):
+    return SimpleNamespace(ready=ready, dead_reason=dead, stalled_ranks=stalled)
 
 
 def test_ready_only_with_registered_live_engines_not_draining_and_a_prompt_hub():
@@ -29,12 +29,9 @@ def test_ready_only_with_registered_live_engines_not_draining_and_a_prompt_hub()
     r.set_draining()
     assert r.draining and r.not_ready_reasons() == ["the server is draining (shutting down)"]
     r.set_draining(False)
-    r.mark_stalled(1)
-    r.mark_stalled(0)
-    assert r.stalled_engines == {0, 1}
+    client[0] = _client(stalled=frozenset({1, 0}))
     assert r.not_ready_reasons() == ["engine 0, 1 stalled"]
-    r.mark_stalled(0, False)
-    r.mark_stalled(1, False)
+    client[0] = _client()
     assert r.not_ready_reasons() == []
     client[0] = _client(dead="connection lost")
     assert r.not_ready_reasons() == ["the engine core is dead (connection lost)"]
