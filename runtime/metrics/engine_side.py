@@ -22,7 +22,7 @@ import gevent
 
 from engine.protocol import EngineCoreEventType
 from runtime.metrics.families import PROMPT_SOURCES, WAITING_REASONS
-from runtime.metrics.local import Batch
+from runtime.metrics.local import Batch, PerEngine
 
 _QUEUED = int(EngineCoreEventType.QUEUED)
 _SCHEDULED = int(EngineCoreEventType.SCHEDULED)
@@ -65,26 +65,18 @@ class EngineStepRecorder:
 
     def __init__(self, families: Any, model_name: str, flush_interval: float,
                  to_hub: Callable[[list], None]) -> None:
-        self._families = families
         self._to_hub = to_hub
-        self._model = model_name
         self._interval = flush_interval
         self._batch = Batch()
-        self._engines: dict[int, _Engine] = {}
+        self._engines = PerEngine(lambda labels, batch: _Engine(families, labels, batch),
+                                  model_name, self._batch)
         self._flusher: gevent.Greenlet | None = None
         self.latest_stats: dict[int, Any] = {}  # rank -> SchedulerStats (the stats log line)
-
-    def _engine(self, rank: int) -> _Engine:
-        engine = self._engines.get(rank)
-        if engine is None:
-            engine = self._engines[rank] = _Engine(self._families, (self._model, str(rank)),
-                                                   self._batch)
-        return engine
 
     def on_step(self, outputs: Any, batch: list) -> None:
         if self._flusher is None:  # first call: in the engine-I/O thread's hub
             self._flusher = gevent.spawn(self._flush_periodically)
-        engine = self._engine(outputs.engine_index)
+        engine = self._engines[outputs.engine_index]
         stats = outputs.scheduler_stats
         if stats is not None:
             self._scheduler(engine, stats)

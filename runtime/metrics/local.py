@@ -146,6 +146,19 @@ class Batch:
         return len(pending)
 
 
+class PerEngine(dict):
+    """Each engine's (DP rank's) series, made on first use: ``make(labels, batch)`` with labels
+    ``(model_name, rank)``. Owned by the batch's thread."""
+
+    def __init__(self, make: Any, model_name: str, batch: Batch) -> None:
+        super().__init__()
+        self._make, self._model, self._batch = make, model_name, batch
+
+    def __missing__(self, rank: int) -> Any:
+        series = self[rank] = self._make((self._model, str(rank)), self._batch)
+        return series
+
+
 def write(pending: list[tuple]) -> None:
     """HTTP hub: add detached updates to the shared values."""
     for fn, child, *values in pending:

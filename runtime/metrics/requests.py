@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from runtime.metrics.families import FINISHED_REASONS
-from runtime.metrics.local import Batch
+from runtime.metrics.local import Batch, PerEngine
 
 _PER_REQUEST = {
     "e2e": "vllm:e2e_request_latency_seconds",
@@ -65,18 +65,9 @@ class FinishedRequestRecorder:
     """Records finished requests into the per-engine series (HTTP hub)."""
 
     def __init__(self, families: Any, model_name: str, batch: Batch) -> None:
-        self._families = families
-        self._model = model_name
-        self._batch = batch
-        self._engines: dict[int, _Engine] = {}
+        self._engines = PerEngine(lambda labels, b: _Engine(families, labels, b), model_name,
+                                  batch)
         self.totals = [0, 0]  # prompt, generation tokens of finished requests (the log line)
-
-    def _engine(self, rank: int) -> _Engine:
-        engine = self._engines.get(rank)
-        if engine is None:
-            engine = self._engines[rank] = _Engine(self._families, (self._model, str(rank)),
-                                                   self._batch)
-        return engine
 
     def record(self, requests: list[FinishedRequest], n: int) -> None:
         """One HTTP request's engine requests, all finished; ``n`` samples per prompt."""
@@ -85,13 +76,13 @@ class FinishedRequestRecorder:
             timing = request.timing
             if timing is None:
                 continue
-            engine = self._engine(request.rank)
+            engine = self._engines[request.rank]
             self._one(engine, request, timing)
             best = largest.get(request.prompt_index)
             if best is None or timing.generated > best[1]:
                 largest[request.prompt_index] = (request.rank, timing.generated)
         for rank, generated in largest.values():
-            engine = self._engine(rank)
+            engine = self._engines[rank]
             engine.n.observe(n)
             engine.max_generation.observe(generated)
 

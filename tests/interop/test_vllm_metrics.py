@@ -6,17 +6,12 @@ explained) in ``KNOWN_DIFFERENCES``.
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-
 import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.harness import ROOT, GreenfrontServer, free_port, wait_for
-from tests.interop.peers import SERVE_ARGS, VllmProcess, requires_peers
+from tests.integration.harness import GreenfrontServer, wait_for
+from tests.interop.peers import requires_peers, vllm_frontend_on_simulator
 
 pytestmark = requires_peers
 
@@ -66,27 +61,14 @@ def _traffic(url: str) -> None:
 
 @pytest.fixture(scope="module")
 def vllm_metrics(tmp_path_factory):
-    logs = tmp_path_factory.mktemp("vllm-metrics")
-    port, rpc_port = free_port(), free_port()
-    frontend = VllmProcess(["--port", str(port)] + SERVE_ARGS + [
-        "--data-parallel-size", "1", "--data-parallel-size-local", "0",
-        "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(rpc_port)],
-        str(logs / "frontend.log"), port=port)
-    engine = subprocess.Popen(
-        [sys.executable, "-m", "engine.sim", "--handshake", f"tcp://127.0.0.1:{rpc_port}",
-         "--max-model-len", "2048", "--output-mode", "echo"],
-        cwd=ROOT, stdout=open(logs / "sim.log", "wb"), stderr=subprocess.STDOUT,
-        start_new_session=True)
-    try:
-        frontend.wait_healthy()
+    logs = str(tmp_path_factory.mktemp("vllm-metrics"))
+    # Engine stats on (no --disable-log-stats): vLLM then exports every vllm:* family. A loaded
+    # 2-core machine starts it slowly.
+    with vllm_frontend_on_simulator(logs, timeout=900) as frontend:
         _traffic(frontend.url)
         assert wait_for(lambda: "vllm:request_success_total{" in requests.get(
             frontend.url + "/metrics", timeout=10).text, timeout=30)
         yield requests.get(frontend.url + "/metrics", timeout=10).text
-    finally:
-        frontend.kill()
-        os.killpg(engine.pid, signal.SIGKILL)
-        engine.wait()
 
 
 def test_greenfront_exports_vllms_families(vllm_metrics, model_dir):
