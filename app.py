@@ -56,6 +56,7 @@ def build_api(config: Config, state: WorkerState | None = None) -> HttpMetrics:
         pool=lambda: get_pool(config),
         enabled=config.offload,
         max_body_bytes=config.max_body_bytes,
+        client_stall_timeout=config.client_stall_timeout,
         before=state.ensure_started,
     )
     # Outermost: a request's HTTP metrics cover all of it, a stream until its last byte.
