@@ -8,6 +8,7 @@ frontend (``/load``) or in the engine (the engine's own running/waiting gauges o
 """
 from __future__ import annotations
 
+import collections
 import json
 import re
 import time
@@ -15,6 +16,10 @@ import time
 import requests
 
 STREAM_TIMEOUT = 60.0
+
+
+TALLY: collections.Counter = collections.Counter()
+"""(where's first two words, status, error type or "stream"/"json") -> count, for the summary."""
 
 
 class BadAnswer(AssertionError):
@@ -67,15 +72,19 @@ def _stream(resp: requests.Response, where: str) -> int:
 def check_answer(resp: requests.Response, where: str) -> None:
     """Raise ``BadAnswer`` unless ``resp`` (not yet read when streamed) keeps the contract."""
     status = resp.status_code
+    key = " ".join(where.split(" ", 2)[:2]).split("?")[0]
     if status >= 500 or status < 200 or 300 <= status < 400:
         raise BadAnswer(f"{where}: status {status}: {resp.content[:600]!r}")
     if status >= 400:
         _envelope(status, resp.content, where)
+        TALLY[(key, status, json.loads(resp.content)["error"]["type"])] += 1
         return
     kind = resp.headers.get("content-type", "")
     if kind.startswith("text/event-stream"):
-        _stream(resp, where)
-    elif resp.content:
+        TALLY[(key, status, f"stream of {min(_stream(resp, where), 10)}+ events")] += 1
+        return
+    TALLY[(key, status, "")] += 1
+    if resp.content:
         try:
             json.loads(resp.content)
         except ValueError:
