@@ -5,9 +5,12 @@ Uses the venv and tiny model that ``interop/setup.sh`` installs under ``$PEERS``
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
+import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -93,6 +96,28 @@ def serve_with_python_frontend(log_path: str, extra: list[str] | None = None) ->
     """``vllm serve`` with vLLM's own Python frontend."""
     port = free_port()
     return VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []), log_path, port=port)
+
+
+@contextlib.contextmanager
+def python_frontend_on_simulator(log_dir: str, sim_args: list[str],
+                                 extra: list[str] | None = None) -> Iterator[VllmProcess]:
+    """vLLM's Python frontend with no engine of its own, served by a greenfront simulator that
+    joins its handshake as ``vllm serve --headless`` would; both stopped on exit."""
+    port, rpc_port = free_port(), free_port()
+    frontend = VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []) + [
+        "--disable-log-stats", "--data-parallel-size", "1", "--data-parallel-size-local", "0",
+        "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(rpc_port)],
+        os.path.join(log_dir, "frontend.log"), port=port)
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "engine.sim", "--handshake", f"tcp://127.0.0.1:{rpc_port}",
+         *sim_args], cwd=ROOT, stdout=open(os.path.join(log_dir, "sim.log"), "wb"),
+        stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield frontend.wait_healthy()
+    finally:
+        frontend.kill()
+        os.killpg(engine.pid, signal.SIGKILL)
+        engine.wait()
 
 
 def descendants(pid: int) -> set[int]:
