@@ -22,9 +22,9 @@ from tests.integration.harness import GreenfrontServer
 _COMMON = dict(deadline=None, database=None, print_blob=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                       HealthCheck.filter_too_much])
-settings.register_profile("fuzz", max_examples=500, **_COMMON)
+settings.register_profile("fuzz", max_examples=300, **_COMMON)
 settings.register_profile("quick", max_examples=50, **_COMMON)
-settings.register_profile("long", max_examples=5000, **_COMMON)
+settings.register_profile("long", max_examples=3000, **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fuzz"))
 
 SIM_ARGS = "--output-mode random --vocab-size 131072 --ttft-ms 0 --itl-ms 0.2 --max-model-len 256"
