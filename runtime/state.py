@@ -104,7 +104,7 @@ class WorkerState:
             coordinator_address=cfg.coordinator_address,
             io_threads=cfg.zmq_threads, max_model_len_cap=cfg.max_model_len,
             registration_dir=cfg.run_dir, on_dead=self._on_engine_dead,
-            on_stats=self.metrics.observe_stats)
+            on_stats=self.metrics.observe_stats, stall_timeout=cfg.engine_stall_timeout)
 
     def _watch_registration(self) -> None:
         """HTTP hub: halt the server when the engines do not register in time (as vLLM does)."""
@@ -163,6 +163,11 @@ class WorkerState:
             max_logprobs=cfg.max_logprobs,
             enable_force_include_usage=cfg.enable_force_include_usage,
             enable_prompt_tokens_details=cfg.enable_prompt_tokens_details,
+            max_stop_strings=cfg.max_stop_strings,
+            max_n=cfg.max_n,
+            max_completion_prompts=cfg.max_completion_prompts,
+            default_chat_template_kwargs=cfg.default_chat_template_kwargs,
+            structured_outputs_backend=cfg.structured_outputs_backend,
             adapters=adapter_lookup(cfg),
         )
 
