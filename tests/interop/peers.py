@@ -10,7 +10,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from typing import Iterator
 
 import pytest
 
@@ -85,11 +85,14 @@ class VllmProcess:
         self._log.close()
 
 
-def serve_with_greenfront(log_path: str, extra: list[str] | None = None) -> VllmProcess:
-    """``vllm serve`` with greenfront as its frontend (VLLM_USE_RUST_FRONTEND=1)."""
+def serve_with_greenfront(log_path: str, extra: list[str] | None = None,
+                          env: dict[str, str] | None = None) -> VllmProcess:
+    """``vllm serve`` with greenfront as its frontend (VLLM_USE_RUST_FRONTEND=1); ``env`` adds
+    settings greenfront reads."""
     port = free_port()
     return VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []), log_path, port=port,
-                       env={"VLLM_USE_RUST_FRONTEND": "1", "VLLM_RUST_FRONTEND_PATH": GREENFRONT})
+                       env={"VLLM_USE_RUST_FRONTEND": "1", "VLLM_RUST_FRONTEND_PATH": GREENFRONT,
+                            **(env or {})})
 
 
 def serve_with_python_frontend(log_path: str, extra: list[str] | None = None) -> VllmProcess:
@@ -99,21 +102,23 @@ def serve_with_python_frontend(log_path: str, extra: list[str] | None = None) ->
 
 
 @contextlib.contextmanager
-def python_frontend_on_simulator(log_dir: str, sim_args: list[str],
-                                 extra: list[str] | None = None) -> Iterator[VllmProcess]:
-    """vLLM's Python frontend with no engine of its own, served by a greenfront simulator that
-    joins its handshake as ``vllm serve --headless`` would; both stopped on exit."""
+def vllm_frontend_on_simulator(logs: str, extra: list[str] | None = None,
+                               timeout: float = 300.0) -> Iterator[VllmProcess]:
+    """vLLM's own Python frontend with no local engine (``--data-parallel-size-local 0``): it
+    binds the handshake ROUTER and greenfront's simulator joins it as ``vllm serve --headless``
+    would. Both are killed on exit."""
     port, rpc_port = free_port(), free_port()
     frontend = VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []) + [
-        "--disable-log-stats", "--data-parallel-size", "1", "--data-parallel-size-local", "0",
+        "--data-parallel-size", "1", "--data-parallel-size-local", "0",
         "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(rpc_port)],
-        os.path.join(log_dir, "frontend.log"), port=port)
+        os.path.join(logs, "frontend.log"), port=port)
     engine = subprocess.Popen(
         [sys.executable, "-m", "engine.sim", "--handshake", f"tcp://127.0.0.1:{rpc_port}",
-         *sim_args], cwd=ROOT, stdout=open(os.path.join(log_dir, "sim.log"), "wb"),
-        stderr=subprocess.STDOUT, start_new_session=True)
+         "--max-model-len", "2048", "--output-mode", "echo"],
+        cwd=ROOT, stdout=open(os.path.join(logs, "sim.log"), "wb"), stderr=subprocess.STDOUT,
+        start_new_session=True)
     try:
-        yield frontend.wait_healthy()
+        yield frontend.wait_healthy(timeout)
     finally:
         frontend.kill()
         os.killpg(engine.pid, signal.SIGKILL)

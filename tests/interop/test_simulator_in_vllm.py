@@ -8,15 +8,16 @@ from __future__ import annotations
 import openai
 import pytest
 
-from tests.interop.peers import python_frontend_on_simulator, requires_peers
+from tests.interop.peers import requires_peers
+from tests.interop.peers import vllm_frontend_on_simulator as on_simulator
 
 pytestmark = requires_peers
 
 
 @pytest.fixture(scope="module")
 def vllm_frontend_on_simulator(tmp_path_factory):
-    with python_frontend_on_simulator(str(tmp_path_factory.mktemp("vllm-on-sim")), [
-            "--max-model-len", "2048", "--output-mode", "echo"]) as frontend:
+    logs = str(tmp_path_factory.mktemp("vllm-on-sim"))
+    with on_simulator(logs, ["--disable-log-stats"]) as frontend:
         yield frontend
 
 

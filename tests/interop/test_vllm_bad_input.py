@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from tests.integration.harness import GreenfrontServer
-from tests.interop.peers import python_frontend_on_simulator, requires_peers
+from tests.interop.peers import vllm_frontend_on_simulator, requires_peers
 
 pytestmark = requires_peers
 
@@ -20,8 +20,7 @@ SIM = ["--max-model-len", "2048", "--output-mode", "echo"]
 
 @pytest.fixture(scope="module")
 def frontends(tmp_path_factory, model_dir):
-    with python_frontend_on_simulator(str(tmp_path_factory.mktemp("vllm-bad-input")),
-                                      SIM) as theirs:
+    with vllm_frontend_on_simulator(str(tmp_path_factory.mktemp("vllm-bad-input"))) as theirs:
         with GreenfrontServer(model_dir, sim_args=" ".join(SIM)) as ours:
             yield ours, theirs
 

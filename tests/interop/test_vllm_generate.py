@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from tests.integration.harness import GreenfrontServer
-from tests.interop.peers import python_frontend_on_simulator, requires_peers
+from tests.interop.peers import vllm_frontend_on_simulator, requires_peers
 
 pytestmark = requires_peers
 
@@ -29,7 +29,7 @@ def _normalized(body: bytes) -> bytes:
 @pytest.fixture(scope="module")
 def frontends(tmp_path_factory, model_dir):
     logs = str(tmp_path_factory.mktemp("vllm-generate"))
-    with python_frontend_on_simulator(logs, SIM, ["--enable-scale-out"]) as theirs:
+    with vllm_frontend_on_simulator(logs, ["--enable-scale-out"]) as theirs:
         with GreenfrontServer(model_dir, sim_args=" ".join(SIM)) as ours:
             yield ours, theirs
 
