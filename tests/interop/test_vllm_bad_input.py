@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from tests.integration.harness import GreenfrontServer
-from tests.interop.peers import vllm_frontend_on_simulator, requires_peers
+from tests.interop.peers import requires_peers, vllm_frontend_on_simulator
 
 pytestmark = requires_peers
 
