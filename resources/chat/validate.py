@@ -1,7 +1,7 @@
-"""/v1/chat/completions checks, in vLLM 0.32's order and wording (docs/text-parity.md §8.2).
+"""/v1/chat/completions checks, in vLLM 0.32's order and wording (text-parity §8.2).
 
 Owns: the message validator that reproduces pydantic's errors for vLLM's union of message types
-(a ``content: null`` user message yields the 19 errors of docs/text-parity.md §8.2), the raw-body "before" checks of
+(a ``content: null`` user message yields the 19 errors of §8.2), the raw-body "before" checks of
 ChatCompletionRequest (generation-prompt flags, tools, structured outputs, logprobs, stream
 options, response_format), and the serving-layer checks (tool choice without a parser, request
 chat templates, beam search).
@@ -15,7 +15,7 @@ from typing import Any
 
 from errors import InvalidRequest
 from runtime.serving_context import ServingContext
-from resources.common.fields import INVALID, add_error
+from resources.common.fields import INVALID, add_error, described
 from resources.common.sampling_rules import check_logprob_counts, refuse_unimplemented
 
 # vLLM's message union, in order: (class name, required role literal or None for "any string",
@@ -81,7 +81,7 @@ def _alternative_errors(name: str, role: str | None, rules: tuple, message: dict
     return errors
 
 
-def v_message(value: Any, loc: tuple, errors: list) -> Any:
+def _v_message(value: Any, loc: tuple, errors: list) -> Any:
     """One chat message: accepted when any member of vLLM's union accepts it; otherwise every
     member's errors, as pydantic reports a failed union."""
     if not isinstance(value, dict):
@@ -105,6 +105,9 @@ def v_message(value: Any, loc: tuple, errors: list) -> Any:
                   "Input should be a valid list", value.get("content"))
     errors.extend(collected)
     return INVALID
+
+
+v_message = described(_v_message, "message", roles=tuple(r for _, r, _ in _UNION if r))
 
 
 def _check_tools_raw(body: dict) -> None:
