@@ -156,6 +156,11 @@ class Config:
     server_dev_mode: bool = False
     allow_runtime_lora_updating: bool = False
     runtime_lora_allowed_path_prefixes: tuple[str, ...] = ()
+    # Output parsers (text/tool_parsers, text/reasoning): vLLM's tool-calling and reasoning flags.
+    enable_auto_tool_choice: bool = False
+    tool_call_parser: str = ""
+    tool_parser_plugin: str = ""
+    reasoning_parser: str = ""
     bind: str = "127.0.0.1:8000"
     log_level: str = "info"
     extra: dict = field(default_factory=dict)
@@ -282,6 +287,10 @@ class Config:
                                               False),
             runtime_lora_allowed_path_prefixes=r.get(
                 "VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES", _names, ()),
+            enable_auto_tool_choice=r.get("GREENFRONT_ENABLE_AUTO_TOOL_CHOICE", _bool, False),
+            tool_call_parser=r.get("GREENFRONT_TOOL_CALL_PARSER", str, ""),
+            tool_parser_plugin=r.get("GREENFRONT_TOOL_PARSER_PLUGIN", str, ""),
+            reasoning_parser=r.get("GREENFRONT_REASONING_PARSER", str, ""),
             bind=r.get("GREENFRONT_BIND", str, "127.0.0.1:8000"),
             log_level=r.get("GREENFRONT_LOG_LEVEL", _choice("debug", "info", "warning", "error"),
                             "info"),

@@ -36,6 +36,7 @@ class WorkerState:
         self.model = None
         self.tokenizer = None
         self.chat_template = None
+        self.output_parsers = None
         self.client: EngineClient | None = None
         self._context = None
         self.started_at: float = 0.0
@@ -52,6 +53,7 @@ class WorkerState:
             return
         from text.chat_template import ChatTemplate
         from text.model_dir import ModelFiles
+        from text.output_parsers import ParserSetupError, load_output_parsers
         from text.tokenizer import Tokenizer
 
         cfg = self.config
@@ -62,6 +64,15 @@ class WorkerState:
         template = _chat_template_text(cfg.chat_template) or self.model.chat_template
         self.chat_template = (ChatTemplate(template, self.model.special_tokens)
                               if template else None)
+        try:
+            self.output_parsers = load_output_parsers(
+                enable_auto_tool_choice=cfg.enable_auto_tool_choice,
+                tool_call_parser=cfg.tool_call_parser,
+                tool_parser_plugin=cfg.tool_parser_plugin,
+                reasoning_parser=cfg.reasoning_parser, vocab=self.tokenizer.hf.get_vocab(True))
+        except ParserSetupError as exc:  # vLLM refuses to start the same way
+            log.error("cannot start: %s", exc)
+            _halt_server()
         get_pool(cfg)
         self.client = self._make_client()
         self.client.start()
@@ -164,6 +175,7 @@ class WorkerState:
             enable_force_include_usage=cfg.enable_force_include_usage,
             enable_prompt_tokens_details=cfg.enable_prompt_tokens_details,
             adapters=adapter_lookup(cfg),
+            output_parsers=self.output_parsers,
         )
 
 

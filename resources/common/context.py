@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from engine.protocol import LoRARequest
 from errors import ModelNotFound
+from text.output_parsers import OutputParsers
 
 
 class AdapterLookup(Protocol):
@@ -54,6 +55,8 @@ class ServingContext:
             with ``trust_request_chat_template``).
         adapters: the runtime LoRA adapters a request may name as ``model``
             (``VLLM_ALLOW_RUNTIME_LORA_UPDATING``), or None.
+        output_parsers: the tool-call and reasoning parser classes (``--tool-call-parser``
+            with ``--enable-auto-tool-choice``, ``--reasoning-parser``).
     """
 
     served_model_names: tuple[str, ...]
@@ -76,6 +79,7 @@ class ServingContext:
     structured_outputs_backend: str = "xgrammar"
     special_tokens: dict = field(default_factory=dict)
     adapters: AdapterLookup | None = None
+    output_parsers: OutputParsers = field(default_factory=OutputParsers)
 
     @property
     def model_name(self) -> str:

@@ -98,6 +98,8 @@ class PreparedRequest:
         response_role: chat ``message.role`` / first-chunk role.
         echo_content: chat echo text to prefix (the last message's content when its role matches).
         return_prompt_text / prompt_text: chat ``prompt_text`` (rendered template) when asked for.
+        chat_parsing: chat only: what the output parsers must do for this request
+            (``resources.chat.parsing.ChatParsing``), or None when no parser is configured.
     """
 
     kind: str
@@ -122,4 +124,5 @@ class PreparedRequest:
     return_prompt_text: bool = False
     prompt_text: str | None = None
     lora_request: LoRARequest | None = None
+    chat_parsing: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
