@@ -25,8 +25,8 @@ class ToolParser:
         name: the registry name (vLLM's ``--tool-call-parser`` value).
         required_tokens: marker tokens the vocabulary must contain (checked when built).
         keep_special_tokens: when the request has tools (and ``tool_choice`` is not "none") the
-            output is detokenized with ``skip_special_tokens`` false, as vLLM's parsers ask, so
-            marker tokens reach the parser.
+            output is detokenized with ``skip_special_tokens`` false, as the vLLM parsers that
+            need their special marker tokens ask (others see the text without them).
         supports_required_and_named: ``tool_choice`` "required"/named use the JSON schema of
             the calls; otherwise they fall back to this parser, as "auto" does.
 
@@ -35,7 +35,7 @@ class ToolParser:
 
     name: ClassVar[str] = ""
     required_tokens: ClassVar[tuple[str, ...]] = ()
-    keep_special_tokens: ClassVar[bool] = True
+    keep_special_tokens: ClassVar[bool] = False
     supports_required_and_named: ClassVar[bool] = True
 
     def __init__(self, vocab: Mapping[str, int], tools: Sequence[Mapping[str, Any]] | None = None

@@ -39,7 +39,7 @@ def _is_json(text: str) -> bool:
 
 @register_tool_parser("hermes")
 class HermesToolParser(ToolParser):
-    required_tokens = ()
+    keep_special_tokens = True  # the markers are special tokens in some Hermes models
 
     def __init__(self, vocab, tools=None) -> None:
         super().__init__(vocab, tools)

@@ -23,6 +23,10 @@ from text.tool_parsers.base import ToolParser
 #: vLLM's parser name -> the module of this package that registers it.
 BUILTIN: dict[str, str] = {
     "hermes": "hermes",
+    "llama3_json": "llama_json",
+    "llama4_json": "llama_json",
+    "pythonic": "pythonic",
+    "llama4_pythonic": "pythonic",
 }
 
 _registered: dict[str, type[ToolParser]] = {}
