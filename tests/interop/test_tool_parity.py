@@ -80,6 +80,28 @@ CONFIGS: dict[str, tuple[list[str], list[tuple[str, str, dict]]]] = {
         ("truncated", "<|python_start|>[get_weather(city='Paris')]<|python_end|>",
          {"max_tokens": 6}),
     ]),
+    "granite": (["--enable-auto-tool-choice", "--tool-call-parser", "granite"], [
+        ("one-call", f"Sure. <|tool_call|>[{W}]", {}),
+        ("parallel-text-marker", f"<tool_call>[{W}, {T}] after", {}),
+        ("no-call", "It is sunny.", {}),
+        ("truncated", f"<|tool_call|>[{W}]", {"max_tokens": 14}),
+        ("no-arguments", '<|tool_call|>[{"name": "get_time"}]', {}),
+        ("not-an-array", "<|tool_call|>not json", {}),
+        ("brace-in-string", '<|tool_call|>[{"name": "f", "arguments": {"a": "}"}}]', {}),
+    ]),
+    "mistral": (["--enable-auto-tool-choice", "--tool-call-parser", "mistral"], [
+        ("one-call", 'Sure.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}', {}),
+        ("parallel", '[TOOL_CALLS]get_weather[ARGS]{"city":"Paris"}[TOOL_CALLS]get_time[ARGS]{}',
+         {}),
+        ("no-call", "It is sunny.", {}),
+        ("truncated", '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "unit": "c"}',
+         {"max_tokens": 9}),
+        ("brace-form-and-trailing-text", '[TOOL_CALLS]get_weather{"city": "Paris"} trailing',
+         {}),
+        ("think-left-as-content", "[THINK]hmm[/THINK]ok", {}),
+        ("whitespace-before-call", '  [TOOL_CALLS]get_time[ARGS]{"zone": "UTC"}', {}),
+        ("required", '[TOOL_CALLS]get_time[ARGS]{"zone": "UTC"}', {"tool_choice": "required"}),
+    ]),
 }
 CASES = [(config, case) for config, (_, cases) in CONFIGS.items() for case in cases]
 

@@ -27,6 +27,8 @@ BUILTIN: dict[str, str] = {
     "llama4_json": "llama_json",
     "pythonic": "pythonic",
     "llama4_pythonic": "pythonic",
+    "granite": "granite",
+    "mistral": "mistral",
 }
 
 _registered: dict[str, type[ToolParser]] = {}
