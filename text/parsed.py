@@ -60,7 +60,11 @@ class DeltaParts:
 def tag_overlap(text: str, tag: str) -> int:
     """Length of the longest proper prefix of ``tag`` that ``text`` ends with (the part of a
     marker that may still be arriving, held back from content)."""
-    for k in range(min(len(tag) - 1, len(text)), 0, -1):
-        if text.endswith(tag[:k]):
-            return k
+    # PERF: only positions holding the tag's first character can start an overlap (usually
+    # none in the last few characters), instead of len(tag) endswith calls per delta.
+    at = text.find(tag[0], max(0, len(text) - len(tag) + 1))
+    while at != -1:
+        if tag.startswith(text[at:]):
+            return len(text) - at
+        at = text.find(tag[0], at + 1)
     return 0
