@@ -186,8 +186,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     speed.add_argument("--quick", action="store_true",
                        help="short phases, 1 worker only (~1-2 minutes)")
     speed.add_argument("--smoke", action="store_true", help="tiny phases (test suite smoke run)")
-    p.add_argument("--scenarios", default=",".join(SCENARIOS),
-                   help=f"comma-separated subset of {','.join(SCENARIOS)}")
+    p.add_argument("--scenarios", default=None,
+                   help=f"comma-separated subset of {','.join(SCENARIOS)} (default: all; "
+                        f"--smoke: all but {TOOLS_SCENARIO}, which needs its own deployment)")
     p.add_argument("--backends", default="hf,fastokens", help="tokenizer backends of the matrix")
     p.add_argument("--workers", default=None,
                    help="gunicorn worker counts of the matrix (default 1,2; --quick: 1)")
@@ -216,6 +217,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                    help="results directory (a timestamped subdirectory is made)")
     args = p.parse_args(argv)
     args.mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    if args.scenarios is None:
+        args.scenarios = ",".join(s for s in SCENARIOS
+                                  if not (args.smoke and s == TOOLS_SCENARIO))
     args.scenarios = [s for s in args.scenarios.split(",") if s]
     if unknown := set(args.scenarios) - set(SCENARIOS):
         p.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
