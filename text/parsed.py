@@ -6,6 +6,7 @@ Runs on: whatever thread renders the response (the HTTP hub while streaming).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 
@@ -68,3 +69,12 @@ def tag_overlap(text: str, tag: str) -> int:
             return len(text) - at
         at = text.find(tag[0], at + 1)
     return 0
+
+
+def is_json(text: str) -> bool:
+    """``text`` is one complete JSON value."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True

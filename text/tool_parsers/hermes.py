@@ -18,7 +18,8 @@ import json
 import re
 from typing import Sequence
 
-from text.parsed import DeltaParts, ExtractedToolCalls, ToolCall, ToolCallDelta, tag_overlap
+from text.parsed import (DeltaParts, ExtractedToolCalls, ToolCall, ToolCallDelta, is_json,
+                         tag_overlap)
 from text.tool_parsers.base import ToolParser, parts
 from text.tool_parsers.ids import new_call_id
 from text.tool_parsers.registry import register_tool_parser
@@ -27,14 +28,6 @@ START, END = "<tool_call>", "</tool_call>"
 _REGION = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*)", re.DOTALL)
 _NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
 _ARGS = re.compile(r'"arguments"\s*:\s*')
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
 
 
 @register_tool_parser("hermes")
@@ -79,7 +72,7 @@ class HermesToolParser(ToolParser):
             body = (raw[:-cut] if cut else raw).strip()
             # PERF: only a body ending like an object or array can be complete JSON (a failed
             # json.loads per token was a third of the parser's time).
-            out.append((body, body.endswith(("}", "]")) and _is_json(body), -1))
+            out.append((body, body.endswith(("}", "]")) and is_json(body), -1))
             break
         return out
 

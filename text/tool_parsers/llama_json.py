@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import partial_json_parser
 from partial_json_parser.core.options import Allow
 
-from text.parsed import DeltaParts, ExtractedToolCalls, ToolCall, ToolCallDelta
+from text.parsed import DeltaParts, ExtractedToolCalls, ToolCall, ToolCallDelta, is_json
 from text.tool_parsers.base import ToolParser
 from text.tool_parsers.ids import new_call_id
 from text.tool_parsers.registry import register_tool_parser
@@ -33,14 +33,6 @@ _decoder = json.JSONDecoder()
 
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
-
-
-def is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
 
 
 def partial_loads(text: str, flags: Allow) -> tuple[Any, int]:
