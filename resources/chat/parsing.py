@@ -91,6 +91,10 @@ class ChoiceParser:
                                 or self.reasoning.prompt_ends_reasoning(prompt_ids))
         self.forced = forced.ForcedCallStream(setup.named) if setup.forced_json else None
         self.tools_streamed = False
+        # vLLM keeps the parser's content (markers removed) when both parsers run on its
+        # grammar engine.
+        self.parser_content = (self.tools is not None and self.tools.grammar_based
+                               and (self.reasoning is None or self.reasoning.grammar_based))
 
     # -- whole outputs ---------------------------------------------------------------------------
 
@@ -102,7 +106,9 @@ class ChoiceParser:
             reasoning = None
         calls: list[ToolCall] | None = None
         forced_choice = setup.named is not None or setup.tool_choice == "required"
-        if self.tools is not None and setup.tool_choice != "none":
+        if self.tools is not None and setup.tool_choice == "none" and self.parser_content:
+            content = self.tools.extract(content or "").content
+        elif self.tools is not None and setup.tool_choice != "none":
             if setup.forced_json:
                 calls, content = forced.parse_forced(content, setup.named), None
             else:
@@ -113,6 +119,8 @@ class ChoiceParser:
                         content = None
                 elif forced_choice and not (content or "").strip():
                     calls, content = [], None
+                elif self.parser_content:
+                    content = found.content or None
         if forced_choice:
             content, calls = content or "", calls or []
         elif not calls:
@@ -160,6 +168,11 @@ class ChoiceParser:
     def _tool_delta(self, text: str, ids: Sequence[int]) -> DeltaParts | None:
         setup = self.setup
         if setup.tool_choice == "none":
+            if self.parser_content:
+                out = self.tools.feed(text, ids)
+                if out is not None:
+                    out.tool_calls = []
+                return out
             return DeltaParts(content=text) if text else None
         if self.forced is not None:
             return self.forced.feed(text)

@@ -152,7 +152,7 @@ def _message(prepared: PreparedRequest, c: Any, parser: ChoiceParser | None
     message: dict[str, Any] = {"role": prepared.response_role, "content": content,
                                "refusal": None, "annotations": None, "audio": None,
                                "function_call": None}
-    if calls is not None:
+    if calls:  # vLLM leaves an empty list out
         message["tool_calls"] = [
             {"id": call.id or new_call_id(), "type": "function",
              "function": {"name": call.name, "arguments": call.arguments}} for call in calls]

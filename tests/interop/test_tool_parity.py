@@ -103,6 +103,12 @@ CONFIGS: dict[str, tuple[list[str], list[tuple[str, str, dict]]]] = {
         ("required", '[TOOL_CALLS]get_time[ARGS]{"zone": "UTC"}', {"tool_choice": "required"}),
     ]),
 }
+#: Cases where greenfront knowingly answers differently (README: status table).
+KNOWN_DIFFERENCES = {
+    ("llama3_json+deepseek_r1", "one-call", True):
+        "vLLM 0.32 streams neither content nor a call for <|python_tag|>{...} after </think> "
+        "(its non-streamed answer has the call); greenfront streams the call",
+}
 CASES = [(config, case) for config, (_, cases) in CONFIGS.items() for case in cases]
 
 
@@ -127,6 +133,8 @@ def test_same_answers_as_vllm(pair, tok, index, stream):
     if index >= len(cases):
         pytest.skip("fewer cases for this parser")
     name, text, extra = cases[index]
+    if (pair.config, name, stream) in KNOWN_DIFFERENCES:
+        pytest.xfail(KNOWN_DIFFERENCES[(pair.config, name, stream)])
     body = dict(extra)
     if stream:
         body.update(stream=True, stream_options={"include_usage": True})

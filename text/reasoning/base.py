@@ -21,10 +21,13 @@ class ReasoningParser:
     Class attributes:
         name: the registry name.
         required_tokens: tokens the vocabulary must contain (vLLM refuses to start without).
+        grammar_based: vLLM 0.32 implements it on its grammar engine (see
+            ``text.tool_parsers.base.ToolParser.grammar_based``).
     """
 
     name: ClassVar[str] = ""
     required_tokens: ClassVar[tuple[str, ...]] = ()
+    grammar_based: ClassVar[bool] = False
 
     def __init__(self, vocab: Mapping[str, int],
                  chat_template_kwargs: Mapping[str, Any] | None = None) -> None:

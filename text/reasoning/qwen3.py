@@ -20,6 +20,7 @@ TOOL_START = "<tool_call>"
 
 @register_reasoning_parser("qwen3")
 class Qwen3ReasoningParser(ThinkTagParser):
+    grammar_based = True
 
     def __init__(self, vocab, chat_template_kwargs=None) -> None:
         super().__init__(vocab, chat_template_kwargs)

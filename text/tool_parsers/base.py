@@ -29,6 +29,10 @@ class ToolParser:
             need their special marker tokens ask (others see the text without them).
         supports_required_and_named: ``tool_choice`` "required"/named use the JSON schema of
             the calls; otherwise they fall back to this parser, as "auto" does.
+        grammar_based: vLLM 0.32 implements the family on its grammar engine; then (with a
+            grammar-based reasoning parser or none) an answer without calls, and any answer
+            under ``tool_choice`` "none", keeps the parser's content (markers removed), not the
+            raw text.
 
     Subclasses implement ``extract`` and ``_stream``; ``feed`` keeps the accumulated text.
     """
@@ -37,6 +41,7 @@ class ToolParser:
     required_tokens: ClassVar[tuple[str, ...]] = ()
     keep_special_tokens: ClassVar[bool] = False
     supports_required_and_named: ClassVar[bool] = True
+    grammar_based: ClassVar[bool] = False
 
     def __init__(self, vocab: Mapping[str, int], tools: Sequence[Mapping[str, Any]] | None = None
                  ) -> None:

@@ -106,7 +106,8 @@ def _arguments(text: str, element: _Element) -> str:
 
 @register_tool_parser("granite")
 class GraniteToolParser(ToolParser):
-    keep_special_tokens = True  # <|tool_call|> is a special token
+    keep_special_tokens = True
+    grammar_based = True  # <|tool_call|> is a special token
 
     def __init__(self, vocab, tools=None) -> None:
         super().__init__(vocab, tools)

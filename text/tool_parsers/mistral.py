@@ -60,6 +60,7 @@ def first_json(raw: str) -> str:
 class MistralToolParser(ToolParser):
     required_tokens = (BOT,)
     keep_special_tokens = True
+    grammar_based = True
     supports_required_and_named = False
 
     def __init__(self, vocab, tools=None) -> None:
