@@ -122,3 +122,14 @@ def test_required_scan_is_prefix_stable(cut):
         assert span.name in (None, match.name)
     assert [s.name for s in whole] == ["a", "b"]
     assert json.loads(text[whole[0].args_start:whole[0].args_end]) == {"x": "}]"}
+
+
+def test_grammar_engine_families_keep_the_parsers_content(vocab, marker_tok):
+    parsers = load_output_parsers(enable_auto_tool_choice=True, tool_call_parser="granite",
+                                  tool_parser_plugin="", reasoning_parser="", vocab=vocab)
+    for choice in ("auto", "none"):
+        s = ChatParsing(parsers=parsers, tools=TOOLS, tool_choice=choice)
+        assert final(s, "<|tool_call|>not json").content == "not json"
+    s = ChatParsing(parsers=parsers, tools=TOOLS, tool_choice="none")
+    got = streamed(s, marker_tok, '<|tool_call|>[{"name": "f", "arguments": {}}] ok')
+    assert got["calls"] == {} and got["content"] == " ok"
