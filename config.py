@@ -191,6 +191,12 @@ class Config:
         return name
 
     @property
+    def relayed(self) -> bool:
+        """Launched by ``vllm serve`` with several workers: they reach the engines through
+        ``engine.relay`` (the one process that owns the inherited engine listeners)."""
+        return self.engine_mode == "launched" and self.worker_count > 1
+
+    @property
     def model_names(self) -> tuple[str, ...]:
         """Served names: the configured ones, else the model path (vLLM's default)."""
         return self.served_model_names or (self.model,)

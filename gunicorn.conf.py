@@ -22,8 +22,8 @@ _config = Config.from_env()
 
 _launched = _config.engine_mode == "launched"
 bind = _config.bind
-# Launched by vllm serve, one worker owns the inherited engine sockets.
-workers = 1 if _launched else _config.worker_count
+# Launched by vllm serve with several workers, engine.relay owns the inherited engine sockets.
+workers = _config.worker_count
 worker_class = "gevent"
 worker_connections = 10000
 # Streams can be long; gevent workers heartbeat from the hub, so a long stream is not a stall.
@@ -40,9 +40,9 @@ _children: list[subprocess.Popen] = []
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _spawn(server, args: list[str]) -> subprocess.Popen:
+def _spawn(server, args: list[str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen:
     server.log.info("starting %s", " ".join(shlex.quote(a) for a in args))
-    proc = subprocess.Popen(args, cwd=_HERE)
+    proc = subprocess.Popen(args, cwd=_HERE, pass_fds=pass_fds)
     _children.append(proc)
     return proc
 
@@ -51,9 +51,12 @@ def on_starting(server):
     global _config
     cfg = Config.from_env().with_run_dir()
     os.environ["GREENFRONT_RUN_DIR"] = cfg.run_dir
+    _preload_text(server, cfg)
     if cfg.engine_mode == "launched":
         server.log.info("launched by vllm serve: waiting for %d engine(s) on the inherited sockets",
                         cfg.engine_count)
+        if cfg.relayed:
+            _start_relay(server, cfg)
         return
     handshake = cfg.handshake_address
     if not handshake:
@@ -80,6 +83,38 @@ def on_starting(server):
     else:
         server.log.info("waiting for %d external engine(s) to handshake on %s",
                         cfg.engine_count, handshake)
+
+
+def _preload_text(server, cfg: Config) -> None:
+    """Load the tokenizers and chat template here, before fork: the workers share them
+    (text/loaded.py). A model that does not load is the workers' error to report."""
+    import gc
+
+    from text import loaded
+
+    try:
+        loaded.load(cfg.tokenizer_dir, cfg.tokenizer_backend, cfg.chat_template)
+    except Exception as exc:  # noqa: BLE001 - each worker loads again and reports it
+        server.log.warning("could not preload the tokenizer (%s); each worker loads its own", exc)
+        return
+    # Frozen, the loaded objects are never walked by a collection, in the master or in a
+    # worker, so their pages stay shared.
+    gc.collect()
+    gc.freeze()
+
+
+def _start_relay(server, cfg: Config) -> None:
+    """Hand the inherited engine listeners to engine.relay, which serves every worker slot;
+    the master (and so every worker) closes its copies."""
+    args = [sys.executable, "-m", "engine.relay", "--input-fd", str(cfg.input_fd),
+            "--output-fd", str(cfg.output_fd), "--engine-start", str(cfg.engine_start),
+            "--engine-count", str(cfg.engine_count)]
+    for slot in range(cfg.worker_count):
+        args += ["--worker-input", cfg.worker_address("in", slot)[0],
+                 "--worker-output", cfg.worker_address("out", slot)[0]]
+    _spawn(server, args, pass_fds=(cfg.input_fd, cfg.output_fd))
+    os.close(cfg.input_fd)
+    os.close(cfg.output_fd)
 
 
 def pre_fork(server, worker):

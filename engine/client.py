@@ -42,6 +42,11 @@ class EngineClient:
         engine_start / engine_count: the DP ranks this client expects to register.
         registration_dir: where registrations are shared between worker processes, so that a
             restarted worker (the engines register only once per socket) knows them; or "".
+        worker_slot / worker_count: this worker among the deployment's workers. Request ids and
+            utility call ids carry the slot (the id's last two hex digits; ``call_id %
+            worker_count == worker_slot``), which is how
+            the relay (``engine.relay``) routes outputs when the workers share one engine
+            client; the count also weighs this worker's in-flight requests in DP balancing.
     """
 
     def __init__(self, *, input_address: str, output_address: str, client_index: int,
@@ -50,8 +55,11 @@ class EngineClient:
                  input_fd: int | None = None, output_fd: int | None = None,
                  coordinator_address: str = "",
                  on_dead: Callable[[str], None] | None = None,
-                 on_stats: Callable[[int, Any], None] | None = None) -> None:
+                 on_stats: Callable[[int, Any], None] | None = None,
+                 worker_slot: int = 0, worker_count: int = 1) -> None:
         self.client_index = client_index
+        self._slot = worker_slot
+        self._workers = worker_count
         self.ranks = list(range(engine_start, engine_start + engine_count))
         self._addresses = (input_address, output_address, input_fd, output_fd)
         self._io_threads = io_threads
@@ -139,7 +147,10 @@ class EngineClient:
     # -- requests (pool thread or HTTP hub) -------------------------------------------------
     def new_request_id(self, external_id: str) -> str:
         # PERF: no os.urandom syscall per request (secrets.token_hex was 17% of pool threads).
-        return f"{external_id}-{_suffixes.getrandbits(32):08x}"
+        if self._workers == 1:
+            return f"{external_id}-{_suffixes.getrandbits(32):08x}"
+        # The last two hex digits name this worker (engine.protocol.split routes by them).
+        return f"{external_id}-{_suffixes.getrandbits(24):06x}{self._slot:02x}"
 
     def pick_rank(self, requested: int | None = None) -> int:
         """The least-loaded engine, or the one the client pinned (X-data-parallel-rank)."""
@@ -161,8 +172,9 @@ class EngineClient:
         return rank
 
     def _score(self, rank: int) -> float:
-        """vLLM's DP load score: own in-flight requests, refined by the coordinator's counts."""
-        mine = self._outstanding[rank]
+        """vLLM's DP load score: own in-flight requests (times the workers, as vLLM weighs its
+        API servers), refined by the coordinator's counts."""
+        mine = self._outstanding[rank] * self._workers
         load = self._load.get(rank)
         if load is None:
             return mine
@@ -211,7 +223,7 @@ class EngineClient:
         """HTTP hub: call an engine utility method and wait for its result."""
         self.check_available()
         rank = self.ranks[0] if rank is None else rank
-        call_id = next(self._call_ids)
+        call_id = next(self._call_ids) * self._workers + self._slot
         result = gevent.event.AsyncResult()
         self._utility_calls[call_id] = result
         frames = protocol.encode_utility(_identity(rank), self.client_index, call_id, method,

@@ -2,8 +2,10 @@
 
 Accepts exactly vLLM's frontend command line (engine-core-protocol.md §6.2), turns
 ``--args-json`` into greenfront settings, marks the inherited sockets inheritable and execs
-gunicorn with one gevent worker bound to the inherited HTTP socket (``fd://N``). The worker adopts
-the input/output listeners as its ROUTER and PULL and waits for every engine's registration.
+gunicorn with ``GREENFRONT_WORKERS`` gevent workers (the same default as standalone) bound to the
+inherited HTTP socket (``fd://N``). One worker adopts the input/output listeners as its ROUTER and
+PULL; with several, ``engine.relay`` owns them and serves every worker as an engine client. Each
+worker waits for every engine's registration.
 Exit codes: 2 for a bad command line or refused options; gunicorn's own afterwards (0 on SIGTERM,
 3 when the worker halts the server: engine registration timeout, engine death).
 
@@ -52,7 +54,6 @@ def launch_settings(ns: argparse.Namespace) -> dict[str, str]:
     settings.update({
         "GREENFRONT_ENGINE": "launched",
         "GREENFRONT_BIND": f"fd://{ns.listen_fd}",
-        "GREENFRONT_WORKERS": "1",
         "GREENFRONT_INPUT_FD": str(ns.input_listener_fd),
         "GREENFRONT_OUTPUT_FD": str(ns.output_listener_fd),
         "GREENFRONT_ENGINE_START": str(ns.engine_start_index),

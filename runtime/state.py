@@ -50,18 +50,14 @@ class WorkerState:
         """Load the tokenizer and start the engine client (idempotent per process)."""
         if self.pid == os.getpid():
             return
-        from text.chat_template import ChatTemplate
-        from text.model_dir import ModelFiles
-        from text.tokenizer import Tokenizer
+        from text import loaded
 
         cfg = self.config
         self.pid = os.getpid()
         self.started_at = time.time()
-        self.model = ModelFiles.load(cfg.tokenizer_dir)
-        self.tokenizer = Tokenizer.from_files(self.model, backend=cfg.tokenizer_backend)
-        template = _chat_template_text(cfg.chat_template) or self.model.chat_template
-        self.chat_template = (ChatTemplate(template, self.model.special_tokens)
-                              if template else None)
+        text = loaded.load(cfg.tokenizer_dir, cfg.tokenizer_backend, cfg.chat_template)
+        self.model, self.tokenizer, self.chat_template = (text.model, text.tokenizer,
+                                                          text.chat_template)
         get_pool(cfg)
         self.client = self._make_client()
         self.client.start()
@@ -89,7 +85,14 @@ class WorkerState:
 
     def _make_client(self) -> EngineClient:
         cfg = self.config
-        if cfg.engine_mode == "launched":
+        client_index = cfg.worker_slot
+        if cfg.relayed:
+            # Several workers behind vllm serve's one engine client: engine.relay plays the
+            # engines toward this slot's sockets; the engines only know output socket 0.
+            inputs = (cfg.worker_address("in", cfg.worker_slot)[0], None)
+            outputs = (cfg.worker_address("out", cfg.worker_slot)[0], None)
+            client_index = 0
+        elif cfg.engine_mode == "launched":
             # vllm serve's listeners, inherited: adopt them (ZMQ_USE_FD) at their own endpoints.
             inputs = (endpoint_for_fd(cfg.input_fd), cfg.input_fd)
             outputs = (endpoint_for_fd(cfg.output_fd), cfg.output_fd)
@@ -99,7 +102,8 @@ class WorkerState:
         return EngineClient(
             input_address=inputs[0], output_address=outputs[0],
             input_fd=inputs[1], output_fd=outputs[1],
-            client_index=cfg.worker_slot, engine_start=cfg.engine_start,
+            client_index=client_index, engine_start=cfg.engine_start,
+            worker_slot=cfg.worker_slot, worker_count=cfg.worker_count,
             engine_count=cfg.engine_count,
             coordinator_address=cfg.coordinator_address,
             io_threads=cfg.zmq_threads, max_model_len_cap=cfg.max_model_len,
@@ -175,13 +179,3 @@ WORKER_BOOT_ERROR = 3
 def _halt_server() -> None:
     logging.shutdown()
     os._exit(WORKER_BOOT_ERROR)
-
-
-def _chat_template_text(value: str) -> str | None:
-    """``--chat-template``: a file path, or the template itself."""
-    if not value:
-        return None
-    if os.path.isfile(value):
-        with open(value, encoding="utf-8") as f:
-            return f.read()
-    return value
