@@ -132,6 +132,53 @@ def json_object(raw: str) -> dict:
     return value
 
 
+#: Most workers the default picks: measured only up to 2 CPUs; the relay (engine.relay) sends
+#: each engine step to every worker, so its work grows with their number.
+WORKERS_CAP = 16
+#: Memory to allow per worker when picking the default: ~75-100 MB private per worker after a
+#: warm-up of 82k-token prompts (the tokenizers, ~260 MB, are shared from the master), with room
+#: for request bodies in flight.
+WORKER_MEMORY_BYTES = 256 << 20
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: its affinity, lowered by a cgroup v2 CPU quota."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, -(-int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cpus)
+
+
+def available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo in bytes, or None where there is none."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def default_worker_count() -> int:
+    """One worker per usable CPU (README: Workers, how this was measured), at most
+    ``WORKERS_CAP``, and no more than half the available memory holds."""
+    workers = min(usable_cpus(), WORKERS_CAP)
+    memory = available_memory()
+    if memory is not None:
+        workers = min(workers, max(1, memory // 2 // WORKER_MEMORY_BYTES))
+    return workers
+
+
 # -- declarations --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Setting:
@@ -312,7 +359,9 @@ class Config:
         ("GREENFRONT_WORKER_SLOT",), int, 0,
         "this worker's slot (set by gunicorn.conf.py for each worker)")
     worker_count: int = setting(
-        ("GREENFRONT_WORKERS",), positive_int, 1, "gunicorn worker count")
+        ("GREENFRONT_WORKERS",), positive_int, default_worker_count(),
+        "gunicorn worker count, standalone and under `vllm serve` alike (README: Workers)",
+        shown=f"usable CPUs, capped by memory and at {WORKERS_CAP}")
     sim_args: str = setting(
         ("GREENFRONT_SIM_ARGS",), str, "",
         "extra simulator options, e.g. `--output-mode echo --itl-ms 5` "

@@ -82,11 +82,19 @@ class VllmProcess:
         self._log.close()
 
 
-def serve_with_greenfront(log_path: str, extra: list[str] | None = None) -> VllmProcess:
-    """``vllm serve`` with greenfront as its frontend (VLLM_USE_RUST_FRONTEND=1)."""
+def serve_with_greenfront(log_path: str, extra: list[str] | None = None,
+                          workers: int = 1) -> VllmProcess:
+    """``vllm serve`` with greenfront as its frontend (VLLM_USE_RUST_FRONTEND=1), running
+    ``workers`` gunicorn workers (with more than one, engine.relay between them and the
+    engines)."""
     port = free_port()
     return VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []), log_path, port=port,
-                       env={"VLLM_USE_RUST_FRONTEND": "1", "VLLM_RUST_FRONTEND_PATH": GREENFRONT})
+                       env={"VLLM_USE_RUST_FRONTEND": "1", "VLLM_RUST_FRONTEND_PATH": GREENFRONT,
+                            "GREENFRONT_WORKERS": str(workers)})
+
+
+#: The drop-in tests that matter for several workers run with each of these worker counts.
+WORKER_COUNTS = [1, 2]
 
 
 def serve_with_python_frontend(log_path: str, extra: list[str] | None = None) -> VllmProcess:
