@@ -5,7 +5,7 @@ default ``GREENFRONT_ENGINE=sim`` mode, the built-in engine simulator; engines t
 every worker slot's sockets. ``pre_fork`` gives each worker a stable slot (its client index), so
 a worker that gunicorn restarts binds the same addresses and the engines reconnect to it.
 
-Runs on: the gunicorn master (settings, on_starting, pre_fork, child_exit, on_exit) and each
+Runs on: the gunicorn master (settings, on_starting, when_ready, pre_fork, on_exit) and each
 worker (post_fork, post_worker_init, worker_exit).
 """
 import os
@@ -51,7 +51,6 @@ def on_starting(server):
     global _config
     cfg = Config.from_env().with_run_dir()
     os.environ["GREENFRONT_RUN_DIR"] = cfg.run_dir
-    _preload_text(server, cfg)
     if cfg.engine_mode == "launched":
         server.log.info("launched by vllm serve: waiting for %d engine(s) on the inherited sockets",
                         cfg.engine_count)
@@ -85,9 +84,15 @@ def on_starting(server):
                         cfg.engine_count, handshake)
 
 
+def when_ready(server):
+    """After the engines' helpers started (on_starting), before the first fork."""
+    _preload_text(server, Config.from_env())
+
+
 def _preload_text(server, cfg: Config) -> None:
     """Load the tokenizers and chat template here, before fork: the workers share them
-    (text/loaded.py). A model that does not load is the workers' error to report."""
+    (text/loaded.py). It runs after the simulator, handshake server or relay were started, so
+    engines register while it loads. A model that does not load is the workers' error."""
     import gc
 
     from text import loaded

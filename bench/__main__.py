@@ -6,7 +6,8 @@ Owns the command line and the plan: which deployments run which scenarios, in wh
   and fastokens × offload on/off × 1 and 2 workers); ``/tokenize`` and streaming on the default
   configuration, streaming also with 2 workers and with offload off; the tokenizer limit.
 * ``--target URL [--health-url URL] [--label NAME] [--target-pid PID]`` (repeatable) and/or
-  ``--vllm-peers python,rust`` (started here, each on a fresh simulator): long prompts,
+  ``--vllm-peers python,rust,greenfront`` (started here, each on a fresh simulator; ``greenfront``
+  is greenfront launched by ``vllm serve``, one column per ``--serve-workers`` count): long prompts,
   ``/tokenize`` and streaming against each, with greenfront's default configuration as the
   reference column (``--no-greenfront`` drops it). A target must run on an engine with the
   simulator settings printed in the report (``python -m engine.sim --handshake ... <sim args>``)
@@ -35,11 +36,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench import report
+from config import default_worker_count
 from bench.deploy import (
     DEFAULT_MODEL_DIR,
     ROOT,
     Endpoint,
     GreenfrontDeployment,
+    PEER_KINDS,
     VllmPeer,
     external_endpoint,
     parse_cpus,
@@ -144,11 +147,17 @@ def _plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int]
     if not (args.target or args.vllm_peers):
         return _matrix(args, mk)
     scen = [s for s in ("long", "tokenize", "stream") if s in args.scenarios]
-    steps = [] if args.no_greenfront else [mk("fastokens", True, 1, scen, reference=True)]
+    # greenfront's default configuration: its default worker count on the server's CPUs.
+    default_workers = min(default_worker_count(), len(server_cpus))
+    steps = [] if args.no_greenfront else [
+        mk("fastokens", True, default_workers, scen, reference=True)]
     for kind in args.vllm_peers:
-        steps.append(Step(f"vllm-{kind}", scen, lambda kind=kind: VllmPeer(
-            kind, sim_args=sim.args, server_cpus=server_cpus, client_cpus=client_cpus,
-            log_dir=log_dir, peers=args.peers)))
+        for workers in (args.serve_workers if kind == "greenfront" else [None]):
+            label = f"vllm-{kind}" if kind != "greenfront" else "greenfront-vllm-serve" + (
+                f"-{workers}w" if workers else "")
+            steps.append(Step(label, scen, lambda kind=kind, workers=workers: VllmPeer(
+                kind, sim_args=sim.args, server_cpus=server_cpus, client_cpus=client_cpus,
+                log_dir=log_dir, peers=args.peers, workers=workers)))
     for i, url in enumerate(args.target):
         label = args.label[i] if i < len(args.label) else f"target{i + 1}"
         health = args.health_url[i] if i < len(args.health_url) else None
@@ -192,7 +201,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--label", action="append", default=[], help="its column name, in --target order")
     p.add_argument("--target-pid", action="append", type=int, default=[], metavar="PID",
                    help="its main process (CPU accounting of the tree), in --target order")
-    p.add_argument("--vllm-peers", default="", help="start vLLM's frontends: python,rust")
+    p.add_argument("--vllm-peers", default="",
+                   help="start vLLM's frontends (python,rust) and/or greenfront launched by "
+                        "vllm serve (greenfront)")
+    p.add_argument("--serve-workers", default="",
+                   help="with --vllm-peers greenfront: GREENFRONT_WORKERS of each such column, "
+                        "e.g. 1,2 (default: one column with greenfront's default)")
     p.add_argument("--peers", default=os.environ.get("PEERS", "/tmp/peers"),
                    help="where ../shared/vllm-peers/setup.sh installed vLLM")
     p.add_argument("--no-greenfront", action="store_true",
@@ -216,6 +230,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     args.workers = [int(w) for w in args.workers.split(",") if w]
     args.offload = [o in ("on", "1", "true") for o in args.offload.split(",") if o]
     args.vllm_peers = [k for k in args.vllm_peers.split(",") if k]
+    if unknown := set(args.vllm_peers) - set(PEER_KINDS):
+        p.error(f"unknown --vllm-peers: {', '.join(sorted(unknown))}")
+    args.serve_workers = [int(w) for w in args.serve_workers.split(",") if w] or [None]
     if args.smoke:
         # Two deployments only: the default configuration and its inline baseline.
         args.backends, args.workers = ["fastokens"], [1]

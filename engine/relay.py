@@ -18,8 +18,9 @@ What moves, and how:
   drops outputs of requests it does not know. ``ENGINE_CORE_DEAD`` goes to every worker.
 - registrations: each engine's ready message is passed to every worker (queued for a worker
   that has not bound yet; a restarted worker reads the shared copy in the run dir).
-- an engine's connection dropping (after every engine registered) closes the DEALERs toward
-  the workers, which see their engine connection drop and fail over as they would standalone.
+- an engine's connection dropping (after every engine registered, fewer live connections than
+  engines) closes the DEALERs toward the workers, which see their engine connection drop and
+  fail as they would standalone (503, and exit unless VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1).
 
 Runs on: its own process, one thread: ``python -m engine.relay --input-fd N --output-fd M
 --worker-input ADDR --worker-output ADDR … --engine-start S --engine-count C``.
@@ -65,7 +66,9 @@ class Relay:
         self.outputs = _socket(self.ctx, zmq.PULL)
         self.outputs.setsockopt(zmq.USE_FD, output_fd)
         self.outputs.bind(endpoint_for_fd(output_fd))
-        self.monitor = self.engines.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self.monitor = self.engines.get_monitor_socket(zmq.EVENT_ACCEPTED
+                                                       | zmq.EVENT_DISCONNECTED)
+        self.connections = 0
         self.pushes = []
         for address in worker_outputs:
             push = _socket(self.ctx, zmq.PUSH)
@@ -92,8 +95,8 @@ class Relay:
                     self.monitor: self._on_monitor}
         while True:
             for sock, _ in self.poller.poll():
-                handler = handlers.get(sock, self._on_request)
-                _drain(sock, handler)
+                if not sock.closed:  # a DEALER closed by an earlier handler of this round
+                    _drain(sock, handlers.get(sock, self._on_request))
 
     # -- engine → workers --------------------------------------------------------------------
     def _on_outputs(self, sock: zmq.Socket) -> None:
@@ -126,11 +129,17 @@ class Relay:
                 dealer.send(frames[1])
 
     def _on_monitor(self, sock: zmq.Socket) -> None:
+        # Engine death is fewer live connections than engines once all registered: a
+        # connection an engine gave up on while nobody accepted (its handshake timed out in the
+        # listen backlog) is accepted and dropped at once, and must not count as a death.
         event = parse_monitor_message(sock.recv_multipart(flags=zmq.NOBLOCK))
-        if event["event"] != zmq.EVENT_DISCONNECTED:
+        if event["event"] == zmq.EVENT_ACCEPTED:
+            self.connections += 1
             return
-        if not self.registered.issuperset(self.ranks):
-            log.warning("an engine connection dropped before every engine registered")
+        self.connections -= 1
+        if not self.registered.issuperset(self.ranks) or self.connections >= len(self.ranks):
+            log.warning("an engine connection dropped (%d live for %d engines)",
+                        self.connections, len(self.ranks))
             return
         log.error("an engine's connection dropped; disconnecting the workers from it")
         for dealer in self.dealers.values():
