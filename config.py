@@ -461,9 +461,13 @@ class Config:
 
     @property
     def relayed(self) -> bool:
-        """Launched by ``vllm serve`` with several workers: they reach the engines through
-        ``engine.relay`` (the one process that owns the inherited engine listeners)."""
-        return self.engine_mode == "launched" and self.worker_count > 1
+        """Launched by ``vllm serve``: the workers reach the engines through ``engine.relay``,
+        the one process that owns the inherited engine listeners. With one worker too: the
+        relay starts before the master loads the tokenizers and forks, so the engines' queued
+        connections are accepted at once (a worker adopting them 30+ s later, on a loaded
+        machine, found connections the engines had given up on, and took their drop for an
+        engine death)."""
+        return self.engine_mode == "launched"
 
     @property
     def model_names(self) -> tuple[str, ...]:

@@ -2,7 +2,8 @@
 
 ``vllm serve`` hands its frontend one input and one output listener; the engines connect one
 DEALER and one PUSH to them and send every output to output socket 0. With N workers, this
-process (started by the gunicorn master before it forks, ``gunicorn.conf.py``) owns the two
+process (started by the gunicorn master before it forks, ``gunicorn.conf.py``; with one worker
+too, then forwarding every frame unchanged) owns the two
 inherited listeners and plays the engines' part toward each worker: per worker slot it connects
 a DEALER per engine rank (with that rank's 2-byte identity) to the worker's input ROUTER and a
 PUSH to its output PULL, exactly the sockets a standalone worker gives engines. So a worker is a
@@ -101,7 +102,7 @@ class Relay:
     # -- engine → workers --------------------------------------------------------------------
     def _on_outputs(self, sock: zmq.Socket) -> None:
         frames = sock.recv_multipart(copy=False, flags=zmq.NOBLOCK)
-        if len(frames) > 1 or codec.is_engine_dead([frames[0].buffer]):
+        if self.workers == 1 or len(frames) > 1 or codec.is_engine_dead([frames[0].buffer]):
             for push in self.pushes:
                 push.send_multipart(frames, copy=False)
             return

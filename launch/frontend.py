@@ -3,9 +3,8 @@
 Accepts exactly vLLM's frontend command line (engine-core-protocol.md §6.2), turns
 ``--args-json`` into greenfront settings, marks the inherited sockets inheritable and execs
 gunicorn with ``GREENFRONT_WORKERS`` gevent workers (the same default as standalone) bound to the
-inherited HTTP socket (``fd://N``). One worker adopts the input/output listeners as its ROUTER and
-PULL; with several, ``engine.relay`` owns them and serves every worker as an engine client. Each
-worker waits for every engine's registration.
+inherited HTTP socket (``fd://N``). ``engine.relay`` owns the input/output listeners and serves
+every worker as an engine client. Each worker waits for every engine's registration.
 Exit codes: 2 for a bad command line or refused options; gunicorn's own afterwards (0 on SIGTERM,
 3 when the worker halts the server: engine registration timeout, engine death).
 

@@ -20,7 +20,6 @@ import gevent
 
 from config import Config
 from engine.client import EngineClient
-from engine.transport import endpoint_for_fd
 from runtime.metrics import Metrics
 from runtime.request_pool import get_pool, shutdown_pool
 
@@ -85,20 +84,11 @@ class WorkerState:
 
     def _make_client(self) -> EngineClient:
         cfg = self.config
-        client_index = cfg.worker_slot
-        if cfg.relayed:
-            # Several workers behind vllm serve's one engine client: engine.relay plays the
-            # engines toward this slot's sockets; the engines only know output socket 0.
-            inputs = (cfg.worker_address("in", cfg.worker_slot)[0], None)
-            outputs = (cfg.worker_address("out", cfg.worker_slot)[0], None)
-            client_index = 0
-        elif cfg.engine_mode == "launched":
-            # vllm serve's listeners, inherited: adopt them (ZMQ_USE_FD) at their own endpoints.
-            inputs = (endpoint_for_fd(cfg.input_fd), cfg.input_fd)
-            outputs = (endpoint_for_fd(cfg.output_fd), cfg.output_fd)
-        else:
-            inputs = (cfg.worker_address("in", cfg.worker_slot)[0], None)
-            outputs = (cfg.worker_address("out", cfg.worker_slot)[0], None)
+        # Launched by vllm serve, engine.relay plays the engines toward this slot's sockets (the
+        # engines themselves only know output socket 0); standalone, the engines connect here.
+        client_index = 0 if cfg.relayed else cfg.worker_slot
+        inputs = (cfg.worker_address("in", cfg.worker_slot)[0], None)
+        outputs = (cfg.worker_address("out", cfg.worker_slot)[0], None)
         return EngineClient(
             input_address=inputs[0], output_address=outputs[0],
             input_fd=inputs[1], output_fd=outputs[1],

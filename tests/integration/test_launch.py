@@ -2,8 +2,8 @@
 
 The test plays the supervisor: it binds the HTTP socket (not listening) and the engine listeners,
 starts the executable with the inherited fds and the engines pointed at those listeners. The
-tests that matter for several workers run with ``GREENFRONT_WORKERS`` 1 (the worker owns the
-engine sockets) and 2 (``engine.relay`` owns them and serves both workers).
+tests that matter for several workers run with ``GREENFRONT_WORKERS`` 1 and 2 (``engine.relay``
+owns the engine listeners and serves the workers).
 """
 from __future__ import annotations
 
