@@ -88,8 +88,10 @@ def split_outputs(payload: Any, workers: int) -> dict[int, bytes | None]:
 
     Returns ``{slot: bytes}`` for the slots that get a rebuilt message, or ``{slot: None}`` when
     the slot gets the original payload unchanged (everything in it is that slot's). Scheduler
-    stats go to every slot (each worker's ``/metrics`` shows the engines' state); a utility
-    reply only to the slot its call id names.
+    stats go to one slot, as a vLLM engine gives them to one client per step: the first with
+    outputs here, else 0 (the workers' metrics are one multiprocess registry, so stats given to
+    every worker would count their counters N times); a utility reply only to the slot its
+    call id names.
 
     Raises:
         msgspec.DecodeError / ValidationError: the payload is not an ``EngineCoreOutputs``.
@@ -110,8 +112,9 @@ def split_outputs(payload: Any, workers: int) -> dict[int, bytes | None]:
     targets = set(by_slot)
     if utility_slot is not None:
         targets.add(utility_slot)
+    stats_slot = min(by_slot) if by_slot else 0
     if has_stats:
-        targets.update(range(workers))
+        targets.add(stats_slot)
     if not targets:
         targets.add(0)  # an empty message (wave bookkeeping): as the engine would send it
     if len(targets) == 1:
@@ -121,7 +124,7 @@ def split_outputs(payload: Any, workers: int) -> dict[int, bytes | None]:
         outputs = by_slot.get(slot, ())
         parts[slot] = b"".join((
             b"\x99", raw.engine_index, _array_header(len(outputs)), *outputs,
-            raw.scheduler_stats, raw.timestamp,
+            raw.scheduler_stats if slot == stats_slot else _NIL, raw.timestamp,
             raw.utility_output if slot == utility_slot else _NIL,
             raw.finished_requests, raw.wave_complete, raw.start_wave, raw.weight_version))
     return parts
