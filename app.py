@@ -21,6 +21,7 @@ from resources.completions.resource import CompletionsResource
 from resources.generate.resource import GenerateResource
 from resources.health import HealthResource, LoadResource, MetricsResource, VersionResource
 from resources.models import ModelsResource
+from resources.openapi import OpenApiResource
 from resources.tokenize.resource import DetokenizeResource, TokenizeResource
 from runtime.request_pool import get_pool
 from runtime.state import WorkerState
@@ -38,6 +39,7 @@ def build_api(config: Config, state: WorkerState | None = None) -> OffloadMiddle
     app.add_route("/load", LoadResource(state))
     app.add_route("/metrics", MetricsResource(state))
     app.add_route("/v1/models", ModelsResource(state))
+    app.add_route("/openapi.json", OpenApiResource(app))
     # OpenAI API and vLLM's tokenizer routes: offloaded to the request pool.
     app.add_route("/v1/completions", CompletionsResource(state))
     app.add_route("/v1/chat/completions", ChatCompletionsResource(state))
@@ -54,6 +56,7 @@ def build_api(config: Config, state: WorkerState | None = None) -> OffloadMiddle
         max_body_bytes=config.max_body_bytes,
         before=state.ensure_started,
     )
+    api.falcon_app = app  # the routes, as resources.openapi and its tests read them
     api.state = state  # for gunicorn's hooks (post_worker_init starts it, worker_exit stops it)
     return api
 

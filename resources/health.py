@@ -16,6 +16,8 @@ VERSION = "0.1.0"
 class HealthResource:
     """200 with an empty body while the engines serve; 503 before registration or after death."""
 
+    media_type = None  # an empty body
+
     def __init__(self, state: WorkerState) -> None:
         self._state = state
 
@@ -30,6 +32,8 @@ class HealthResource:
 
 
 class VersionResource:
+    """The vLLM version the engines report, and greenfront's."""
+
     def __init__(self, state: WorkerState) -> None:
         self._state = state
 
@@ -57,6 +61,8 @@ class LoadResource:
 
 class MetricsResource:
     """Prometheus exposition of this worker's registry (vLLM's metric family names)."""
+
+    media_type = "text/plain"
 
     def __init__(self, state: WorkerState) -> None:
         self._state = state
