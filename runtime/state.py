@@ -163,6 +163,11 @@ class WorkerState:
             max_logprobs=cfg.max_logprobs,
             enable_force_include_usage=cfg.enable_force_include_usage,
             enable_prompt_tokens_details=cfg.enable_prompt_tokens_details,
+            max_stop_strings=cfg.max_stop_strings,
+            max_n=cfg.max_n,
+            max_completion_prompts=cfg.max_completion_prompts,
+            default_chat_template_kwargs=cfg.default_chat_template_kwargs,
+            structured_outputs_backend=cfg.structured_outputs_backend,
             adapters=adapter_lookup(cfg),
         )
 
