@@ -7,7 +7,6 @@ from __future__ import annotations
 from resources.chat import types
 from resources.chat.convert import prepare_chat
 from resources.chat.render import ChatStreamRenderer, render_chat_response
-from resources.common.context import ServingContext
 from resources.common.fields import fields_schema
 from resources.generate_resource import GenerationResource
 
@@ -21,4 +20,4 @@ class ChatCompletionsResource(GenerationResource):
 
     def request_schemas(self) -> dict[str, dict]:
         return {"ChatCompletionRequest": fields_schema(
-            types.fields(ServingContext.max_stop_strings), "ChatCompletionRequest")}
+            types.fields(self._state.config.max_stop_strings), "ChatCompletionRequest")}

@@ -4,7 +4,6 @@ Runs on: a request-pool thread.
 """
 from __future__ import annotations
 
-from resources.common.context import ServingContext
 from resources.common.fields import fields_schema
 from resources.completions import types
 from resources.completions.convert import prepare_completion
@@ -21,4 +20,4 @@ class CompletionsResource(GenerationResource):
 
     def request_schemas(self) -> dict[str, dict]:
         return {"CompletionRequest": fields_schema(
-            types.fields(ServingContext.max_stop_strings), "CompletionRequest")}
+            types.fields(self._state.config.max_stop_strings), "CompletionRequest")}
