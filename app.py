@@ -14,6 +14,7 @@ import falcon
 from config import Config
 from middleware import errors as error_handlers
 from middleware.auth import AuthMiddleware
+from middleware.drain import DrainMiddleware
 from middleware.offload import OffloadMiddleware
 from resources.admin import register_admin_routes
 from resources.chat.resource import ChatCompletionsResource
@@ -23,12 +24,13 @@ from resources.health import HealthResource, LoadResource, MetricsResource, Vers
 from resources.models import ModelsResource
 from resources.openapi import OpenApiResource
 from resources.tokenize.resource import DetokenizeResource, TokenizeResource
+from runtime import accept, shutdown
 from runtime.request_pool import get_pool
 from runtime.state import WorkerState
 
 
-def build_api(config: Config, state: WorkerState | None = None) -> OffloadMiddleware:
-    """The WSGI callable: the Falcon app wrapped by the offload driver."""
+def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddleware:
+    """The WSGI callable: the Falcon app wrapped by the offload driver and the drain."""
     state = state or WorkerState(config)
     app = falcon.App(middleware=[AuthMiddleware(config.api_keys)])
     error_handlers.install(app)
@@ -58,7 +60,20 @@ def build_api(config: Config, state: WorkerState | None = None) -> OffloadMiddle
     )
     api.falcon_app = app  # the routes, as resources.openapi and its tests read them
     api.state = state  # for gunicorn's hooks (post_worker_init starts it, worker_exit stops it)
-    return api
+    return DrainMiddleware(api, _drain(config, state))
+
+
+def _drain(config: Config, state: WorkerState) -> shutdown.Drain:
+    """The worker's shutdown (``--shutdown-timeout``); gunicorn's SIGTERM starts it."""
+    window, _ = shutdown.plan(config.shutdown_timeout, config.engine_mode == "launched")
+
+    def abort_all(error: Exception) -> None:
+        if state.client is not None:
+            state.client.abort_all(error)
+    readiness = getattr(state, "readiness", None)
+    return shutdown.Drain(window, abort_all=abort_all,
+                          on_draining=readiness.set_draining if readiness else None,
+                          close_idle=accept.close_idle)
 
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s [%(process)d] [%(name)s] %(message)s")

@@ -325,6 +325,10 @@ class Config:
         "seconds a starting worker waits for the engines to register before it accepts "
         "connections (a restarted worker then takes no request it could only answer with 503); "
         "after that it serves, `/health` answering 503 until they register")
+    shutdown_timeout: float = setting(
+        ("GREENFRONT_SHUTDOWN_TIMEOUT",), non_negative_float, 0.0,
+        "seconds in-flight requests may finish after SIGTERM (`--shutdown-timeout`); new "
+        "requests get 503 meanwhile; `0` aborts them at once, as vLLM's default")
     max_body_bytes: int = setting(
         ("GREENFRONT_MAX_BODY_BYTES",), positive_int, 256 * 1024 * 1024,
         "larger request bodies get 413")

@@ -10,6 +10,7 @@ Runs on: constructed and started in the HTTP hub of a worker; see each method.
 """
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import os
@@ -70,6 +71,8 @@ class EngineClient:
         self.ready = False
         self.dead_reason: str | None = None
         self.max_model_len: int | None = None
+        #: Set by ``abort_all`` (the worker is shutting down): no new request is sent.
+        self.closed_error: ApiError | None = None
         # Shared with the engine thread; dict operations are atomic under the GIL.
         self._streams: dict[str, RequestStream] = {}
         self._outstanding: dict[int, int] = {rank: 0 for rank in self.ranks}
@@ -131,6 +134,8 @@ class EngineClient:
 
     def check_available(self) -> None:
         """Raise the 503 a request gets when the engines cannot take it."""
+        if self.closed_error is not None:
+            raise copy.copy(self.closed_error)
         if self.dead_reason is not None:
             raise EngineDead(f"The engine core is dead: {self.dead_reason}.")
         if not self.ready:
@@ -205,6 +210,15 @@ class EngineClient:
         for rank, ids in by_rank.items():
             frames = protocol.encode_abort(_identity(rank), ids)
             self._call_engine(lambda frames=frames: self._transport.send(frames))
+
+    def abort_all(self, error: ApiError) -> None:
+        """HTTP hub: end every request in flight with ``error``, in the engines too, and refuse
+        new ones (``check_available``): the worker is shutting down."""
+        self.closed_error = error
+        streams = list(self._streams.values())
+        for stream in streams:
+            stream.fail(error)
+        self.abort([stream.request_id for stream in streams])
 
     def utility(self, method: str, args: list | tuple = (), rank: int | None = None,
                 timeout: float = 60.0) -> Any:

@@ -40,6 +40,10 @@ def _flag(value: Any) -> str:
     return "1" if value else "0"
 
 
+def _not_flag(value: Any) -> str:
+    return _flag(not value)
+
+
 def _chat_template_format(value: Any) -> str | None:
     # Only the "string" content format is built; "auto" picks it for the templates we render.
     if value in ("auto", "string"):
@@ -80,7 +84,7 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "chat_template": ("GREENFRONT_CHAT_TEMPLATE", str),
     "max_model_len": ("GREENFRONT_MAX_MODEL_LEN", str),
     "enable_log_requests": ("GREENFRONT_LOG_REQUESTS", _flag),
-    "disable_log_stats": ("GREENFRONT_LOG_STATS", lambda v: _flag(not v)),
+    "disable_log_stats": ("GREENFRONT_LOG_STATS", _not_flag),
     "engine_ready_timeout_secs": ("GREENFRONT_ENGINE_READY_TIMEOUT", str),
     "http_timeout_keep_alive": ("GREENFRONT_KEEPALIVE", str),
     "response_role": ("GREENFRONT_RESPONSE_ROLE", str),
@@ -88,12 +92,31 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "enable_force_include_usage": ("GREENFRONT_ENABLE_FORCE_INCLUDE_USAGE", _flag),
     "enable_prompt_tokens_details": ("GREENFRONT_ENABLE_PROMPT_TOKENS_DETAILS", _flag),
     "max_logprobs": ("GREENFRONT_MAX_LOGPROBS", str),
+    # An engine option in vLLM (EngineArgs), honoured by the frontend's drain: runtime/shutdown.
+    "shutdown_timeout": ("GREENFRONT_SHUTDOWN_TIMEOUT", str),
     "generation_config": ("GREENFRONT_GENERATION_CONFIG", _generation_config),
     "uvicorn_log_level": ("GREENFRONT_LOG_LEVEL",
                           lambda v: {"critical": "error", "trace": "debug"}.get(v, v)),
     "chat_template_content_format": ("", _chat_template_format),
     "tokenizer_mode": ("", _tokenizer_mode),
 }
+
+#: How ``greenfront serve`` takes an option on its command line when its converter does not
+#: say (``_flag``: a switch, ``_names``: one or more values): vLLM's JSON-typed lists.
+JSON_OPTIONS = frozenset({"allowed_origins", "allowed_methods", "allowed_headers"})
+
+
+def arg_kind(name: str) -> str:
+    """``flag``, ``list``, ``json`` or ``value``: the command-line shape of option ``name``."""
+    convert = HONOURED[name][1]
+    if name in JSON_OPTIONS:
+        return "json"
+    if convert in (_flag, _not_flag):
+        return "flag"
+    if convert is _names:
+        return "list"
+    return "value"
+
 
 #: Frontend options that need no setting: the HTTP socket is inherited, docs do not exist,
 #: greenfront writes no uvicorn access log, /inference/v1/generate (what --enable-scale-out
@@ -107,11 +130,12 @@ NO_EFFECT = frozenset({"host", "port", "model", "model_tag", "disable_uvicorn_ac
 class UnsupportedOptions(ValueError):
     """Frontend options greenfront does not implement were given."""
 
-    def __init__(self, names: list[str]) -> None:
+    def __init__(self, names: list[str],
+                 hint: str = "set VLLM_USE_RUST_FRONTEND=0 to use vLLM's Python frontend") -> None:
         super().__init__(
             "greenfront does not implement these vllm serve frontend options: "
             + ", ".join(f"--{n.replace('_', '-')}" for n in names)
-            + ". Remove them, or set VLLM_USE_RUST_FRONTEND=0 to use vLLM's Python frontend.")
+            + f". Remove them, or {hint}.")
         self.names = names
 
 
