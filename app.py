@@ -15,6 +15,7 @@ from config import Config
 from middleware import errors as error_handlers
 from middleware.auth import AuthMiddleware
 from middleware.drain import DrainMiddleware
+from middleware.http_headers import Cors, RequestId
 from middleware.offload import OffloadMiddleware
 from resources.admin import register_admin_routes
 from resources.chat.resource import ChatCompletionsResource
@@ -60,7 +61,12 @@ def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddlewa
     )
     api.falcon_app = app  # the routes, as resources.openapi and its tests read them
     api.state = state  # for gunicorn's hooks (post_worker_init starts it, worker_exit stops it)
-    return DrainMiddleware(api, _drain(config, state))
+    # As vLLM stacks them: request ids outside, then (auth, inside Falcon) CORS.
+    wsgi = Cors(api, list(config.allowed_origins), list(config.allowed_methods),
+                list(config.allowed_headers), config.allow_credentials)
+    if config.enable_request_id_headers:
+        wsgi = RequestId(wsgi)
+    return DrainMiddleware(wsgi, _drain(config, state))
 
 
 def _drain(config: Config, state: WorkerState) -> shutdown.Drain:

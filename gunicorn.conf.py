@@ -36,6 +36,12 @@ timeout = 120
 # the exit after it (runtime/shutdown.py; vllm serve kills its frontend max(N, 5) s after SIGTERM).
 graceful_timeout = math.ceil(plan(_config.shutdown_timeout, _launched)[1])
 keepalive = _config.keepalive
+# --ssl-keyfile/--ssl-certfile/--ssl-ca-certs/--ssl-cert-reqs: gunicorn's own TLS.
+if _config.ssl_certfile:
+    certfile = _config.ssl_certfile
+    keyfile = _config.ssl_keyfile or None
+    ca_certs = _config.ssl_ca_certs or None
+    cert_reqs = _config.ssl_cert_reqs
 loglevel = _config.log_level
 # gunicorn 27's control socket defaults to one path per user: two deployments on one machine
 # (tests, benchmarks) would fight over it. greenfront is managed by signals; turn it off.

@@ -22,12 +22,13 @@ UNSUPPORTED = frozenset({
     "enable_per_request_metrics", "enable_server_load_tracking", "sse_keep_alive_interval",
     "enable_tokenizer_info_endpoint", "enable_log_outputs", "enable_log_deltas",
     "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
-    "tokens_only", "uds", "allow_credentials", "allowed_origins",
-    "allowed_methods", "allowed_headers", "ssl_keyfile", "ssl_certfile", "ssl_ca_certs",
-    "enable_ssl_refresh", "ssl_cert_reqs", "ssl_ciphers", "root_path", "middleware",
-    "enable_request_id_headers", "disable_access_log_for_endpoints", "skip_tokenizer_init",
+    "tokens_only", "uds", "enable_ssl_refresh", "ssl_ciphers", "root_path", "middleware",
+    "disable_access_log_for_endpoints", "skip_tokenizer_init",
     "enable_prompt_embeds", "override_generation_config", "tokenizer_revision",
     "hf_config_path", "enable_flash_late_interaction",
+    # Engine options in vLLM that its frontend applies (the output collector's interval, the
+    # admission limits of AsyncLLM): frontend behaviour greenfront does not have yet.
+    "stream_interval", "max_num_queued_reqs", "max_num_queued_tokens",
 })
 
 
@@ -94,6 +95,15 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "max_logprobs": ("GREENFRONT_MAX_LOGPROBS", str),
     # An engine option in vLLM (EngineArgs), honoured by the frontend's drain: runtime/shutdown.
     "shutdown_timeout": ("GREENFRONT_SHUTDOWN_TIMEOUT", str),
+    "allowed_origins": ("GREENFRONT_ALLOWED_ORIGINS", json.dumps),
+    "allowed_methods": ("GREENFRONT_ALLOWED_METHODS", json.dumps),
+    "allowed_headers": ("GREENFRONT_ALLOWED_HEADERS", json.dumps),
+    "allow_credentials": ("GREENFRONT_ALLOW_CREDENTIALS", _flag),
+    "enable_request_id_headers": ("GREENFRONT_ENABLE_REQUEST_ID_HEADERS", _flag),
+    "ssl_keyfile": ("GREENFRONT_SSL_KEYFILE", str),
+    "ssl_certfile": ("GREENFRONT_SSL_CERTFILE", str),
+    "ssl_ca_certs": ("GREENFRONT_SSL_CA_CERTS", str),
+    "ssl_cert_reqs": ("GREENFRONT_SSL_CERT_REQS", str),
     "generation_config": ("GREENFRONT_GENERATION_CONFIG", _generation_config),
     "uvicorn_log_level": ("GREENFRONT_LOG_LEVEL",
                           lambda v: {"critical": "error", "trace": "debug"}.get(v, v)),

@@ -29,6 +29,14 @@ def test_options_mean_what_they_mean_in_args_json():
     assert settings["GREENFRONT_SHUTDOWN_TIMEOUT"] == "30"
 
 
+def test_cors_options_take_json_as_in_vllm():
+    settings = _settings("/m", "--allowed-origins", '["https://a", "https://b"]',
+                         "--allow-credentials", "--enable-request-id-headers")
+    assert settings["GREENFRONT_ALLOWED_ORIGINS"] == '["https://a", "https://b"]'
+    assert settings["GREENFRONT_ALLOW_CREDENTIALS"] == "1"
+    assert settings["GREENFRONT_ENABLE_REQUEST_ID_HEADERS"] == "1"
+
+
 def test_defaults_bind_every_interface_on_8000_and_name_the_model_after_its_path():
     settings = _settings("/m")
     assert settings["GREENFRONT_BIND"] == "0.0.0.0:8000"
