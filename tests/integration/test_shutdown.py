@@ -13,7 +13,7 @@ import threading
 
 import requests
 
-from bench.deploy import process_children
+from bench.deploy import alive as _alive, tree
 from tests.integration.harness import wait_for
 
 #: A token every 100 ms (the simulator steps every 10 ms): 20 tokens take ~2 s, 400 take ~40 s.
@@ -21,20 +21,7 @@ SLOW = {"sim_itl_ms": 100, "sim_output_mode": "random"}
 
 
 def _descendants(pid: int) -> list[int]:
-    tree, out, todo = process_children(), [], [pid]
-    while todo:
-        for child in tree.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    return tree(pid)[1:]
 
 
 def _stream_error(events: list[str]) -> dict:
