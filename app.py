@@ -57,6 +57,7 @@ def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddlewa
         pool=lambda: get_pool(config),
         enabled=config.offload,
         max_body_bytes=config.max_body_bytes,
+        client_stall_timeout=config.client_stall_timeout,
         before=state.ensure_started,
     )
     api.falcon_app = app  # the routes, as resources.openapi and its tests read them

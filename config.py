@@ -345,6 +345,11 @@ class Config:
         ("GREENFRONT_ENGINE_STALL_LIVENESS_TIMEOUT",), non_negative_float, 300.0,
         "seconds of silence of a stalled engine after which `/health` answers 503, so an "
         "orchestrator restarts the deployment (0: never)")
+    client_stall_timeout: float = setting(
+        ("GREENFRONT_CLIENT_STALL_TIMEOUT",), non_negative_float, 30.0,
+        "seconds a response's write may stay blocked by a client that reads nothing before the "
+        "connection is shut and its engine requests aborted (0: never); see \"Slow and "
+        "stalled clients\"")
     shutdown_timeout: float = setting(
         ("GREENFRONT_SHUTDOWN_TIMEOUT",), non_negative_float, 0.0,
         "seconds in-flight requests may finish after SIGTERM (`--shutdown-timeout`); new "

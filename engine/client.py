@@ -162,8 +162,7 @@ class EngineClient:
 
     def stalled_for(self) -> float:
         """Any thread: seconds the longest-stalled engine has been silent (0: none stalled)."""
-        since = self._liveness.silent_since
-        return time.monotonic() - min(since.values()) if since else 0.0
+        return self._liveness.longest_silence(time.monotonic())
 
     def check_available(self, rank: int | None = None) -> None:
         """Any thread: raise the 503 a request (pinned to ``rank``) gets when the engines cannot
@@ -179,17 +178,7 @@ class EngineClient:
             raise error
 
     def _refusal(self, rank: int | None) -> ApiError | None:
-        stalled = self._liveness.stalled
-        if not stalled or (rank is None and len(stalled) < len(self.ranks)):
-            return None
-        if rank is not None and rank not in stalled:
-            return None
-        silent = self._liveness.silent_since
-        ranks = [rank] if rank is not None else sorted(stalled)
-        since = min(silent.get(r, time.monotonic()) for r in ranks)
-        which = f"engine {ranks[0]}" if len(ranks) == 1 else "every engine"
-        return EngineStalled(f"The engine core is stalled: {which} has not answered for "
-                             f"{time.monotonic() - since:.0f} s; retry later.")
+        return self._liveness.refusal(rank, time.monotonic())
 
     # -- requests (pool thread or HTTP hub) -------------------------------------------------
     def new_request_id(self, external_id: str) -> str:

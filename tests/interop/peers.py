@@ -82,11 +82,14 @@ class VllmProcess:
         self._log.close()
 
 
-def serve_with_greenfront(log_path: str, extra: list[str] | None = None) -> VllmProcess:
-    """``vllm serve`` with greenfront as its frontend (VLLM_USE_RUST_FRONTEND=1)."""
+def serve_with_greenfront(log_path: str, extra: list[str] | None = None,
+                          env: dict[str, str] | None = None) -> VllmProcess:
+    """``vllm serve`` with greenfront as its frontend (VLLM_USE_RUST_FRONTEND=1); ``env`` adds
+    settings greenfront reads."""
     port = free_port()
     return VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []), log_path, port=port,
-                       env={"VLLM_USE_RUST_FRONTEND": "1", "VLLM_RUST_FRONTEND_PATH": GREENFRONT})
+                       env={"VLLM_USE_RUST_FRONTEND": "1", "VLLM_RUST_FRONTEND_PATH": GREENFRONT,
+                            **(env or {})})
 
 
 def serve_with_python_frontend(log_path: str, extra: list[str] | None = None) -> VllmProcess:

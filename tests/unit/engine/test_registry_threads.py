@@ -51,6 +51,8 @@ def _on_engine_thread(client: EngineClient, fn):
 
 
 def _wait(predicate, timeout: float = 30.0) -> bool:
+    """harness.wait_for, but sleeping in gevent: outputs reach the streams only while this
+    thread's hub runs (the test process is not monkey-patched)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
