@@ -109,11 +109,11 @@ def test_drain_finishes_in_flight_refuses_new_aborts_the_rest_and_exits_0(make_s
 def test_shutdown_timeout_0_aborts_at_once_and_exits(make_server):
     srv = make_server(workers=2)  # GREENFRONT_SHUTDOWN_TIMEOUT unset: vLLM's default 0
     streams = [_stream_in_background(srv.url, 400) for _ in range(2)]  # would take ~40 s
-    assert all(result["started"].wait(30) for _, result in streams)
+    assert all(result["started"].wait(90) for _, result in streams)
     children = _descendants(srv.proc.pid)
     srv.proc.send_signal(signal.SIGTERM)
     for thread, result in streams:
-        thread.join(20)
+        thread.join(60)
         error = _stream_error(result["events"])
         assert error["code"] == 503 and "shutdown timeout 0" in error["message"]
     assert srv.proc.wait(20) == 0
