@@ -58,9 +58,10 @@ class RequestStream:
         weight_versions: ``(version, first output token index)`` each time the engines' weight
             version changed between steps that brought tokens (vLLM's output weight-version
             spans; /inference/v1/generate reports them).
+        timing: the ``RequestTiming`` the engine-I/O thread fills for the metrics, or None.
     """
 
-    __slots__ = ("request_id", "engine_rank", "finished", "error", "weight_versions",
+    __slots__ = ("request_id", "engine_rank", "finished", "error", "weight_versions", "timing",
                  "_tokens_seen", "_outputs", "_waker", "_abort", "_merge_at")
 
     def __init__(self, request_id: str, engine_rank: int, waker: Waker,
@@ -70,6 +71,8 @@ class RequestStream:
         self.finished = False
         self.error: ApiError | None = None
         self.weight_versions: list[tuple[str, int]] = []
+        #: The request's metric timing (``engine.request_stats``), when metrics are recorded.
+        self.timing: Any = None
         self._tokens_seen = 0
         self._outputs: deque[Any] = deque()
         self._waker = waker

@@ -122,7 +122,7 @@ def _started_stream(body: Iterable[bytes], start_response: Callable,
     yield from chunks
 
 
-class _Finally:
+class Closing:
     """The response iterable handed to gunicorn, with a hook run when it is closed."""
 
     __slots__ = ("_iterable", "_on_close", "_closing")
@@ -137,8 +137,10 @@ class _Finally:
         return iter(self._iterable)
 
     def close(self) -> None:
+        parts = (self._iterable,) if self._closing is self._iterable else (
+            self._iterable, self._closing)
         try:
-            for part in (self._iterable, self._closing):
+            for part in parts:  # each closed once
                 close = getattr(part, "close", None)
                 if close is not None:
                     close()
@@ -231,8 +233,8 @@ class OffloadMiddleware:
         sock = environ.get("gunicorn.socket")
         bound_send_buffer(sock)
         body = _started_stream(result, start_response, captured)
-        return _Finally(self._watch.watched(body, sock),
-                        stop_watching, closing=result)
+        return Closing(self._watch.watched(body, sock),
+                       stop_watching, closing=result)
 
     def _read_body(self, environ: dict) -> bytes:
         stream = environ["wsgi.input"]

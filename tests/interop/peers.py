@@ -5,9 +5,12 @@ Uses the venv and tiny model that ``interop/setup.sh`` installs under ``$PEERS``
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
+import sys
+from typing import Iterator
 
 import pytest
 
@@ -96,6 +99,30 @@ def serve_with_python_frontend(log_path: str, extra: list[str] | None = None) ->
     """``vllm serve`` with vLLM's own Python frontend."""
     port = free_port()
     return VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []), log_path, port=port)
+
+
+@contextlib.contextmanager
+def vllm_frontend_on_simulator(logs: str, extra: list[str] | None = None,
+                               timeout: float = 300.0) -> Iterator[VllmProcess]:
+    """vLLM's own Python frontend with no local engine (``--data-parallel-size-local 0``): it
+    binds the handshake ROUTER and greenfront's simulator joins it as ``vllm serve --headless``
+    would. Both are killed on exit."""
+    port, rpc_port = free_port(), free_port()
+    frontend = VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []) + [
+        "--data-parallel-size", "1", "--data-parallel-size-local", "0",
+        "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(rpc_port)],
+        os.path.join(logs, "frontend.log"), port=port)
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "engine.sim", "--handshake", f"tcp://127.0.0.1:{rpc_port}",
+         "--max-model-len", "2048", "--output-mode", "echo"],
+        cwd=ROOT, stdout=open(os.path.join(logs, "sim.log"), "wb"), stderr=subprocess.STDOUT,
+        start_new_session=True)
+    try:
+        yield frontend.wait_healthy(timeout)
+    finally:
+        frontend.kill()
+        os.killpg(engine.pid, signal.SIGKILL)
+        engine.wait()
 
 
 def descendants(pid: int) -> set[int]:
