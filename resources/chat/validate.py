@@ -15,6 +15,7 @@ from typing import Any
 
 from errors import InvalidRequest
 from resources.common.context import ServingContext
+from resources.common.fields import INVALID, add_error, described
 from resources.common.fields import INVALID, add_error, with_schema
 from resources.common.sampling_rules import check_logprob_counts, refuse_unimplemented
 
@@ -111,7 +112,7 @@ def _alternative_errors(name: str, role: str | None, rules: tuple, message: dict
     return errors
 
 
-def v_message(value: Any, loc: tuple, errors: list) -> Any:
+def _v_message(value: Any, loc: tuple, errors: list) -> Any:
     """One chat message: accepted when any member of vLLM's union accepts it; otherwise every
     member's errors, as pydantic reports a failed union."""
     if not isinstance(value, dict):
@@ -137,7 +138,8 @@ def v_message(value: Any, loc: tuple, errors: list) -> Any:
     return INVALID
 
 
-with_schema(v_message, message_schema())
+v_message = with_schema(described(_v_message, "message", roles=tuple(r for _, r, _ in _UNION if r)),
+                        message_schema())
 
 
 def _check_tools_raw(body: dict) -> None:

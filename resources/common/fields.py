@@ -45,6 +45,14 @@ def schema_of(validator: Validator) -> dict:
     """The JSON Schema a validator declares; ``{}`` (any value) when it declares none."""
     return getattr(validator, SCHEMA_ATTR, {})
 
+
+def described(check: Validator, kind: str, **params: Any) -> Validator:
+    """Attach what ``check`` accepts as ``check.spec = (kind, params)``: plain data that tools
+    (the property-based tests) read to generate inputs from the same tables; never used to
+    validate."""
+    check.spec = (kind, params)  # type: ignore[attr-defined]
+    return check
+
 # pydantic accepts "5", " 5 ", "+5", "1_000" and "5.0"/"5.00" as integers, nothing else.
 _INT_TEXT = re.compile(r"[+-]?\d+(?:_\d+)*(?:\.0+)?", re.ASCII)
 _TRUE_WORDS = frozenset({"1", "on", "t", "true", "y", "yes"})
@@ -126,7 +134,7 @@ def v_int(ge: int | None = None, le: int | None = None, gt: int | None = None) -
         else:
             return add_error(errors, "int_type", loc, "Input should be a valid integer", value)
         return _bounds(out, loc, errors, ge, le, gt)
-    return with_schema(check, _bounded({"type": "integer"}, ge, le, gt))
+    return with_schema(described(check, "int", ge=ge, le=le, gt=gt), _bounded({"type": "integer"}, ge, le, gt))
 
 
 def _bounded(schema: dict, ge: Any, le: Any, gt: Any = None) -> dict:
@@ -151,7 +159,7 @@ def v_float(ge: float | None = None, le: float | None = None) -> Validator:
         else:
             return add_error(errors, "float_type", loc, "Input should be a valid number", value)
         return _bounds(out, loc, errors, ge, le)
-    return with_schema(check, _bounded({"type": "number"}, ge, le))
+    return with_schema(described(check, "float", ge=ge, le=le), _bounded({"type": "number"}, ge, le))
 
 
 def v_bool() -> Validator:
@@ -177,7 +185,7 @@ def v_bool() -> Validator:
             return add_error(errors, "bool_parsing", loc,
                              "Input should be a valid boolean, unable to interpret input", value)
         return add_error(errors, "bool_type", loc, "Input should be a valid boolean", value)
-    return with_schema(check, {"type": "boolean"})
+    return with_schema(described(check, "bool"), {"type": "boolean"})
 
 
 def v_str(min_length: int | None = None, max_length: int | None = None) -> Validator:
@@ -197,7 +205,7 @@ def v_str(min_length: int | None = None, max_length: int | None = None) -> Valid
         schema["minLength"] = min_length
     if max_length is not None:
         schema["maxLength"] = max_length
-    return with_schema(check, schema)
+    return with_schema(described(check, "str", min_length=min_length, max_length=max_length), schema)
 
 
 def v_literal(*choices: str) -> Validator:
@@ -209,7 +217,7 @@ def v_literal(*choices: str) -> Validator:
             return value
         return add_error(errors, "literal_error", loc, f"Input should be {shown}", value,
                          {"expected": shown})
-    return with_schema(check, {"type": "string", "enum": list(choices)})
+    return with_schema(described(check, "literal", choices=choices), {"type": "string", "enum": list(choices)})
 
 
 def v_any() -> Validator:
@@ -245,7 +253,8 @@ def v_list(item: Validator, max_length: int | None = None,
         schema["maxItems"] = max_length
     if min_length is not None:
         schema["minItems"] = min_length
-    return with_schema(check, schema)
+    return with_schema(described(check, "list", item=item, min_length=min_length,
+                     max_length=max_length), schema)
 
 
 def v_int_list(ge: int | None = None) -> Validator:
@@ -257,7 +266,7 @@ def v_int_list(ge: int | None = None) -> Validator:
             if ge is None or not value or min(value) >= ge:
                 return value
         return slow(value, loc, errors)
-    return with_schema(check, schema_of(slow))
+    return with_schema(described(check, "list", item=v_int(ge=ge), min_length=None, max_length=None), schema_of(slow))
 
 
 def v_dict(item: Validator = v_any()) -> Validator:
@@ -268,7 +277,7 @@ def v_dict(item: Validator = v_any()) -> Validator:
         out = {k: item(v, loc + (k,), errors) for k, v in value.items()}
         return INVALID if len(errors) != before else out
     inner = schema_of(item)
-    return with_schema(check, {"type": "object", **({"additionalProperties": inner}
+    return with_schema(described(check, "dict", item=item), {"type": "object", **({"additionalProperties": inner}
                                                     if inner else {})})
 
 
@@ -276,7 +285,7 @@ def v_nullable(inner: Validator) -> Validator:
     def check(value: Any, loc: tuple, errors: list) -> Any:
         return None if value is None else inner(value, loc, errors)
     schema = schema_of(inner)
-    return with_schema(check, {"anyOf": [schema, {"type": "null"}]} if schema else {})
+    return with_schema(described(check, "nullable", inner=inner), {"anyOf": [schema, {"type": "null"}]} if schema else {})
 
 
 def v_union(*alternatives: Validator) -> Validator:
@@ -296,7 +305,7 @@ def v_union(*alternatives: Validator) -> Validator:
         errors.extend(collected)
         return INVALID
     schemas = [schema_of(alt) for alt in alternatives]
-    return with_schema(check, {"anyOf": schemas} if all(schemas) else {})
+    return with_schema(described(check, "union", alternatives=alternatives), {"anyOf": schemas} if all(schemas) else {})
 
 
 # ---- field tables ---------------------------------------------------------------------------
