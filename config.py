@@ -9,6 +9,7 @@ Runs on: import time of the gunicorn master (gunicorn.conf.py) and of each worke
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import socket
@@ -32,6 +33,8 @@ ZMQ_THREADS_DEFAULT = 4
 #: (jinja2) at a ~10% cost to that work.
 SWITCH_INTERVAL_DEFAULT = 0.0005
 POOL_NICE_DEFAULT = 10
+#: vLLM 0.32's ``--structured-outputs-config`` backends.
+STRUCTURED_OUTPUTS_BACKENDS = ("auto", "xgrammar", "guidance", "outlines", "lm-format-enforcer")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
@@ -80,6 +83,13 @@ def _choice(*allowed: str) -> Callable[[str], str]:
             raise ValueError(f"must be one of {', '.join(allowed)}")
         return raw
     return parse
+
+
+def _json_object(raw: str) -> dict:
+    value = json.loads(raw)
+    if not isinstance(value, dict):
+        raise ValueError("must be a JSON object")
+    return value
 
 
 def _names(raw: str) -> tuple[str, ...]:
@@ -140,6 +150,8 @@ class Config:
     enable_prompt_tokens_details: bool = False
     max_logprobs: int = 20
     use_generation_config: bool = True
+    structured_outputs_backend: str = "auto"
+    default_chat_template_kwargs: dict = field(default_factory=dict)
     hf_hub_cache: str = ""
     handshake_address: str = ""
     engine_host: str = ""
@@ -265,6 +277,10 @@ class Config:
                                                          "huggingface"), "hub"),
             use_generation_config=r.get("GREENFRONT_GENERATION_CONFIG",
                                         _choice("auto", "vllm"), "auto") == "auto",
+            structured_outputs_backend=r.get("GREENFRONT_STRUCTURED_OUTPUTS_BACKEND",
+                                             _choice(*STRUCTURED_OUTPUTS_BACKENDS), "auto"),
+            default_chat_template_kwargs=r.get("GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS",
+                                               _json_object, {}),
             handshake_address=r.get("GREENFRONT_HANDSHAKE_ADDRESS", str, ""),
             engine_host=r.get("GREENFRONT_ENGINE_HOST", str, ""),
             run_dir=r.get("GREENFRONT_RUN_DIR", str, ""),

@@ -72,6 +72,21 @@ class _Refused(Exception):
     pass
 
 
+def _structured_outputs_backend(value: Any) -> str | None:
+    # The other keys (whitespace, additional properties, enable_in_reasoning) are the
+    # engine's: it reads them from its own config.
+    if not isinstance(value, dict):
+        raise _Refused()
+    backend = value.get("backend", "auto")
+    return None if backend == "auto" else str(backend)
+
+
+def _json_object(value: Any) -> str:
+    if not isinstance(value, dict):
+        raise _Refused()
+    return json.dumps(value)
+
+
 #: option → (GREENFRONT_* variable, how to turn the value into its text; None: leave unset).
 HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "served_model_name": ("GREENFRONT_SERVED_MODEL_NAME", _names),
@@ -92,6 +107,9 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "uvicorn_log_level": ("GREENFRONT_LOG_LEVEL",
                           lambda v: {"critical": "error", "trace": "debug"}.get(v, v)),
     "chat_template_content_format": ("", _chat_template_format),
+    "structured_outputs_config": ("GREENFRONT_STRUCTURED_OUTPUTS_BACKEND",
+                                  _structured_outputs_backend),
+    "default_chat_template_kwargs": ("GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS", _json_object),
     "tokenizer_mode": ("", _tokenizer_mode),
 }
 

@@ -163,8 +163,18 @@ class WorkerState:
             max_logprobs=cfg.max_logprobs,
             enable_force_include_usage=cfg.enable_force_include_usage,
             enable_prompt_tokens_details=cfg.enable_prompt_tokens_details,
+            structured_outputs_backend=cfg.structured_outputs_backend,
+            default_chat_template_kwargs=server_template_kwargs(cfg),
             adapters=adapter_lookup(cfg),
         )
+
+
+def server_template_kwargs(cfg) -> dict:
+    """``--default-chat-template-kwargs`` plus the ``cohere_format`` vLLM always adds to them
+    (its ``--cohere-format`` default, ``cmd4``, unless the kwargs name one)."""
+    kwargs = dict(cfg.default_chat_template_kwargs)
+    kwargs.setdefault("cohere_format", "cmd4")
+    return kwargs
 
 
 #: gunicorn halts the whole server (master included, non-zero exit) when a worker exits with

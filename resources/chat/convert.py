@@ -27,18 +27,31 @@ NO_TEMPLATE = ("As of transformers v4.44, default chat template is no longer all
                "provide a chat template if the tokenizer does not define one.")
 
 
+#: Values that leave a kwarg unset when merged over another (vLLM's ``merge_kwargs``).
+_UNSET = (None, "auto")
+
+
+def _merged(defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    return {**defaults, **{k: v for k, v in overrides.items()
+                           if not any(v is u or v == u for u in _UNSET)}}
+
+
 def template_kwargs(ctx: ServingContext, f: dict[str, Any]) -> dict[str, Any]:
-    """Server defaults, then the request's ``chat_template_kwargs``, then the top-level fields
-    that vLLM merges over them (None values skipped), §4.2 step 2."""
-    kwargs = dict(ctx.default_chat_template_kwargs or {})
+    """The chat template kwargs as vLLM 0.32 merges them (§4.2 step 2): the request's
+    ``chat_template_kwargs`` under the request's own flags (``add_generation_prompt``,
+    ``continue_final_message``, ``documents``, ``reasoning_effort`` and the ``enable_thinking``
+    it implies), all of that over the server's ``--default-chat-template-kwargs``; a value of
+    None or "auto" never overrides. The same dict reaches the engine with a reasoning parser."""
     request_kwargs = f.get("chat_template_kwargs") or {}
-    kwargs.update(request_kwargs)
+    flags = {"add_generation_prompt": f["add_generation_prompt"],
+             "continue_final_message": f["continue_final_message"],
+             "documents": f.get("documents"), "reasoning_effort": f.get("reasoning_effort")}
     effort = f.get("reasoning_effort")
-    if effort is not None:
-        kwargs["reasoning_effort"] = effort
-        if "enable_thinking" not in request_kwargs:
-            kwargs["enable_thinking"] = effort != "none"
-    return kwargs
+    if effort is not None and "enable_thinking" not in request_kwargs:
+        flags["enable_thinking"] = effort != "none"
+    kwargs = _merged(request_kwargs, flags)
+    defaults = ctx.default_chat_template_kwargs
+    return _merged(defaults, kwargs) if defaults else kwargs
 
 
 def tool_dicts(tools: list[dict] | None) -> list[dict] | None:
@@ -133,4 +146,6 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
         priority=f["priority"], cache_salt=f["cache_salt"], response_role=role,
         echo_content=echo_content if isinstance(echo_content, str) else "",
         return_prompt_text=bool(f["return_prompt_text"]),
-        prompt_text=prompt_text if f["return_prompt_text"] else None, lora_request=lora)
+        prompt_text=prompt_text if f["return_prompt_text"] else None, lora_request=lora,
+        # vLLM: without the reasoning in the answer, a grammar applies from the first token.
+        reasoning_ended=None if f["include_reasoning"] else True)

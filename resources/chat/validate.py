@@ -16,7 +16,9 @@ from typing import Any
 from errors import InvalidRequest
 from resources.common.context import ServingContext
 from resources.common.fields import INVALID, add_error
-from resources.common.sampling_rules import check_logprob_counts, refuse_unimplemented
+from resources.common.sampling_rules import (check_logprob_counts, check_thinking_token_budget,
+                                             refuse_unimplemented)
+from resources.common.structured_outputs import check_structural_tags
 
 # vLLM's message union, in order: (class name, required role literal or None for "any string",
 # fields in declaration order as (name, rule)). Rules: "text" = str or iterable of parts,
@@ -186,6 +188,8 @@ def check_raw(body: dict) -> None:
     if isinstance(rf, dict) and rf.get("type") == "json_schema" and rf.get("json_schema") is None:
         raise InvalidRequest("When response_format type is 'json_schema', the 'json_schema' "
                              "field must be provided.", param="response_format")
+    check_structural_tags(body)
+    check_thinking_token_budget(body.get("thinking_token_budget"))
     messages = body.get("messages")
     if isinstance(messages, list):  # the deprecated spelling is renamed before validation
         for msg in messages:

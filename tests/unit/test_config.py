@@ -55,3 +55,14 @@ def test_worker_sockets_are_ipc_paths_unless_engines_handshake_over_tcp():
     guessed = Config.from_env({"GREENFRONT_HANDSHAKE_ADDRESS": "tcp://*:13345"})
     bind, connect = guessed.worker_address("in", 0)
     assert bind == "tcp://*:13346" and connect.endswith(":13346") and "*" not in connect
+
+
+def test_structured_outputs_backend_and_template_kwargs(caplog):
+    cfg = Config.from_env({"GREENFRONT_STRUCTURED_OUTPUTS_BACKEND": "outlines",
+                           "GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS": '{"enable_thinking": false}'})
+    assert cfg.structured_outputs_backend == "outlines"
+    assert cfg.default_chat_template_kwargs == {"enable_thinking": False}
+    bad = Config.from_env({"GREENFRONT_STRUCTURED_OUTPUTS_BACKEND": "xgrammarr",
+                           "GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS": "[1]"})
+    assert bad.structured_outputs_backend == "auto" and bad.default_chat_template_kwargs == {}
+    assert "GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS" in caplog.text

@@ -25,3 +25,16 @@ def test_unimplemented_frontend_options_are_refused_in_one_message():
                                             "ssl_keyfile": "k", "tokenizer_mode": "mistral"}))
     assert sorted(info.value.names) == ["ssl_keyfile", "tokenizer_mode", "tool_call_parser"]
     assert "--tool-call-parser" in str(info.value) and "--ssl-keyfile" in str(info.value)
+
+
+def test_structured_outputs_backend_and_default_template_kwargs_become_settings():
+    settings = settings_from_args_json(json.dumps({
+        "model_tag": "/m", "structured_outputs_config": {
+            "backend": "guidance", "disable_any_whitespace": False, "enable_in_reasoning": False},
+        "default_chat_template_kwargs": {"enable_thinking": False}}))
+    assert settings["GREENFRONT_STRUCTURED_OUTPUTS_BACKEND"] == "guidance"
+    assert json.loads(settings["GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS"]) == {
+        "enable_thinking": False}
+    auto = settings_from_args_json(json.dumps({"model_tag": "/m",
+                                               "structured_outputs_config": {"backend": "auto"}}))
+    assert "GREENFRONT_STRUCTURED_OUTPUTS_BACKEND" not in auto
