@@ -387,10 +387,8 @@ class SimEngine:
         sim = sched.add(req, time.monotonic())
         for warning in sim.warnings:
             self._log(f"{req.request_id}: {warning}")
-        if self.cfg.verbose:
-            self._debug(f"ADD {req.request_id} prompt_len={sim.prompt_len} "
-                        f"max_tokens={sim.max_tokens} wave={req.current_wave} "
-                        f"client={req.client_index}{_add_notes(req)}")
+        self._debug(f"ADD {req.request_id} prompt_len={sim.prompt_len} max_tokens={sim.max_tokens}"
+                    f" wave={req.current_wave} client={req.client_index}{_add_notes(req)}")
 
     def _use_lora(self, request_id: str, lora: Any) -> None:
         """A request's adapter, as a real engine treats it: without LoRA support it is ignored;

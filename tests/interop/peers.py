@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -93,6 +94,45 @@ def serve_with_python_frontend(log_path: str, extra: list[str] | None = None) ->
     """``vllm serve`` with vLLM's own Python frontend."""
     port = free_port()
     return VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []), log_path, port=port)
+
+
+class FrontendOnSimulator:
+    """vLLM's own Python frontend (no local engine: ``--data-parallel-size-local 0``) serving
+    from greenfront's simulator, which joins its handshake as ``vllm serve --headless`` would."""
+
+    def __init__(self, log_dir: str, extra: list[str] | None = None,
+                 sim_args: list[str] | None = None) -> None:
+        port, rpc_port = free_port(), free_port()
+        self.frontend = VllmProcess(["--port", str(port)] + SERVE_ARGS + [
+            "--disable-log-stats", "--data-parallel-size", "1", "--data-parallel-size-local",
+            "0", "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port",
+            str(rpc_port)] + (extra or []), os.path.join(log_dir, "frontend.log"), port=port)
+        self.sim_log = os.path.join(log_dir, "sim.log")
+        self.engine = subprocess.Popen(
+            [sys.executable, "-m", "engine.sim", "--handshake", f"tcp://127.0.0.1:{rpc_port}",
+             "--max-model-len", "2048"] + (sim_args or ["--output-mode", "echo"]),
+            cwd=ROOT, stdout=open(self.sim_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+        self.url = self.frontend.url
+
+    def wait_healthy(self) -> "FrontendOnSimulator":
+        try:
+            self.frontend.wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def engine_log(self) -> str:
+        with open(self.sim_log, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def stop(self) -> None:
+        self.frontend.kill()
+        try:
+            os.killpg(self.engine.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.engine.wait()
 
 
 def descendants(pid: int) -> set[int]:

@@ -5,39 +5,21 @@ handshake ROUTER; the simulator joins it exactly as ``vllm serve --headless`` wo
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-
 import openai
 import pytest
 
-from tests.integration.harness import ROOT, free_port
-from tests.interop.peers import SERVE_ARGS, VllmProcess, requires_peers
+from tests.interop.peers import FrontendOnSimulator, requires_peers
 
 pytestmark = requires_peers
 
 
 @pytest.fixture(scope="module")
 def vllm_frontend_on_simulator(tmp_path_factory):
-    logs = tmp_path_factory.mktemp("vllm-on-sim")
-    port, rpc_port = free_port(), free_port()
-    frontend = VllmProcess(["--port", str(port)] + SERVE_ARGS + [
-        "--disable-log-stats", "--data-parallel-size", "1", "--data-parallel-size-local", "0",
-        "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(rpc_port)],
-        str(logs / "frontend.log"), port=port)
-    engine = subprocess.Popen(
-        [sys.executable, "-m", "engine.sim", "--handshake", f"tcp://127.0.0.1:{rpc_port}",
-         "--max-model-len", "2048", "--output-mode", "echo"],
-        cwd=ROOT, stdout=open(logs / "sim.log", "wb"), stderr=subprocess.STDOUT,
-        start_new_session=True)
+    peer = FrontendOnSimulator(str(tmp_path_factory.mktemp("vllm-on-sim")))
     try:
-        yield frontend.wait_healthy()
+        yield peer.wait_healthy()
     finally:
-        frontend.kill()
-        os.killpg(engine.pid, signal.SIGKILL)
-        engine.wait()
+        peer.stop()
 
 
 def test_vllm_python_frontend_completes_from_the_simulator(vllm_frontend_on_simulator):
