@@ -1,5 +1,20 @@
 """The one place that reads environment variables: a frozen ``Config`` built once.
 
+Every setting is declared once, as a field of ``Config`` made by ``setting(...)``: its environment
+names (the first wins; later ones are fallbacks, e.g. vLLM's or vllm-rs's names), the parser, the
+default and a one-line description. From these declarations come ``Config.from_env``, the
+README's settings table (``python -m config --readme`` rewrites it; ``tests/unit/test_config.py``
+fails when it is stale) and the redacted config that ``GET /server_info`` reports.
+
+Adding a setting is one declaration::
+
+    my_knob: int = setting(("GREENFRONT_MY_KNOB",), positive_int, 8,
+                           "what it changes, for the README")
+
+then ``.venv/bin/python -m config --readme`` to regenerate the README table. Pass ``shown=`` when
+the default needs words (a computed default), ``secret=True`` for values ``/server_info`` must not
+show, ``empty_is_value=True`` when an empty variable means something (otherwise it is unset).
+
 Everything else receives the ``Config`` (or values taken from it); no other module reads
 ``os.environ``. A value that does not parse is logged as a warning and the default is used,
 so a typo never stops a server from starting.
@@ -8,67 +23,69 @@ Runs on: import time of the gunicorn master (gunicorn.conf.py) and of each worke
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
 import os
 import socket
+import sys
 import tempfile
-from dataclasses import dataclass, field
-from typing import Callable, Mapping, TypeVar
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping
 
 log = logging.getLogger("greenfront.config")
 
-T = TypeVar("T")
-
-REQUEST_THREADS_ENV = "GREENFRONT_REQUEST_WORKER_THREADS"
-REQUEST_THREADS_FALLBACK_ENV = "VLLM_RS_REQUEST_WORKER_THREADS"
-ZMQ_THREADS_ENV = "GREENFRONT_ZMQ_WORKER_THREADS"
-ZMQ_THREADS_FALLBACK_ENV = "VLLM_RS_ZMQ_WORKER_THREADS"
-#: PERF: gevent-physics.md §3: more pool threads than cores doubles the /health tail.
+#: PERF: more pool threads than cores doubles the /health tail (docs/architecture.md, "Pool size").
 REQUEST_THREADS_CAP = 32
-#: ZMQ I/O threads: 4 as vllm-rs does; more only pays off with many engines.
-ZMQ_THREADS_DEFAULT = 4
-#: gevent-physics.md §1: 0.5 ms bounds the hub's lateness while pool threads run Python
-#: (jinja2) at a ~10% cost to that work.
+#: 0.5 ms bounds the hub's lateness while pool threads run Python (jinja2) at a ~10% cost to
+#: that work (docs/architecture.md, "The GIL switch interval").
 SWITCH_INTERVAL_DEFAULT = 0.0005
-POOL_NICE_DEFAULT = 10
-#: vLLM 0.32's ``--structured-outputs-config`` backends.
-STRUCTURED_OUTPUTS_BACKENDS = ("auto", "xgrammar", "guidance", "outlines", "lm-format-enforcer")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
+README = os.path.join(HERE, "README.md")
+TABLE_BEGIN = "<!-- settings table: generated from config.py by `python -m config --readme` -->"
+TABLE_END = "<!-- end of settings table -->"
 
 
-def _positive_int(raw: str) -> int:
+# -- parsers: str -> value, ValueError when the text is not a valid value ----------------------
+def positive_int(raw: str) -> int:
     value = int(raw)
     if value < 1:
         raise ValueError("must be >= 1")
     return value
 
 
-def _non_negative_int(raw: str) -> int:
+def non_negative_int(raw: str) -> int:
     value = int(raw)
     if value < 0:
         raise ValueError("must be >= 0")
     return value
 
 
-def _non_negative_float(raw: str) -> float:
+def non_negative_float(raw: str) -> float:
     value = float(raw)
     if not value >= 0:
         raise ValueError("must be >= 0")
     return value
 
 
-def _nice(raw: str) -> int:
+def positive_float(raw: str) -> float:
+    value = float(raw)
+    if not value > 0:
+        raise ValueError("must be > 0")
+    return value
+
+
+def niceness(raw: str) -> int:
     value = int(raw)
     if not 0 <= value <= 19:
         raise ValueError("must be a niceness from 0 to 19")
     return value
 
 
-def _bool(raw: str) -> bool:
+def boolean(raw: str) -> bool:
     lowered = raw.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
         return True
@@ -77,7 +94,7 @@ def _bool(raw: str) -> bool:
     raise ValueError("must be 0/1/true/false")
 
 
-def _choice(*allowed: str) -> Callable[[str], str]:
+def choice(*allowed: str) -> Callable[[str], str]:
     def parse(raw: str) -> str:
         if raw not in allowed:
             raise ValueError(f"must be one of {', '.join(allowed)}")
@@ -85,92 +102,278 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
-def _json_object(raw: str) -> dict:
-    value = json.loads(raw)
+def names(raw: str) -> tuple[str, ...]:
+    listed = tuple(n.strip() for n in raw.split(",") if n.strip())
+    if not listed:
+        raise ValueError("empty list")
+    return listed
+
+
+def capped_threads(raw: str) -> int:
+    return min(REQUEST_THREADS_CAP, positive_int(raw))
+
+
+def generation_config(raw: str) -> bool:
+    """``auto``: the model's generation_config.json gives sampling defaults; ``vllm``: not."""
+    return choice("auto", "vllm")(raw) == "auto"
+
+
+def fingerprint(raw: str) -> str | None:
+    return raw or None
+
+
+def json_object(raw: str) -> dict:
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
     if not isinstance(value, dict):
         raise ValueError("must be a JSON object")
     return value
 
 
-def _names(raw: str) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in raw.split(",") if n.strip())
-    if not names:
-        raise ValueError("empty list")
-    return names
+# -- declarations --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Setting:
+    """One setting's declaration (kept in the metadata of its ``Config`` field)."""
 
+    env: tuple[str, ...]
+    parse: Callable[[str], Any]
+    default: Any
+    doc: str
+    shown: str | None = None
+    secret: bool = False
+    empty_is_value: bool = False
 
-class _Reader:
-    """Reads typed values from an environment mapping, warning on bad ones."""
-
-    def __init__(self, env: Mapping[str, str]) -> None:
-        self.env = env
-
-    def get(self, names: str | tuple[str, ...], parse: Callable[[str], T], default: T) -> T:
-        for name in (names,) if isinstance(names, str) else names:
-            raw = self.env.get(name)
-            if raw is None or raw == "":
+    def read(self, env: Mapping[str, str]) -> Any:
+        """The first environment name that is set, parsed; the default when none is set or the
+        value does not parse (logged)."""
+        for name in self.env:
+            raw = env.get(name)
+            if raw is None or (raw == "" and not self.empty_is_value):
                 continue
             try:
-                return parse(raw)
+                return self.parse(raw)
             except ValueError as exc:
-                log.warning("ignoring %s=%r (%s); using %r", name, raw, exc, default)
-                return default
-        return default
+                log.warning("ignoring %s=%r (%s); using %r", name, raw, exc, self.default)
+                return self.default
+        return self.default
+
+    def default_text(self) -> str:
+        if self.shown is not None:
+            return self.shown
+        value = self.default
+        if value is None or value == "" or value == ():
+            return "none"
+        if isinstance(value, bool):
+            return f"`{int(value)}`"
+        return f"`{value}`"
+
+
+def setting(env: tuple[str, ...], parse: Callable[[str], Any], default: Any, doc: str, *,
+            shown: str | None = None, secret: bool = False, empty_is_value: bool = False) -> Any:
+    """A ``Config`` field declared as a setting (see the module docstring)."""
+    decl = Setting(env, parse, default, doc, shown, secret, empty_is_value)
+    return dataclasses.field(default=default, metadata={"setting": decl})
 
 
 @dataclass(frozen=True)
 class Config:
-    """Every setting of greenfront. See the README's table for the variables."""
+    """Every setting of greenfront, each declared once (README's settings table is made from these)."""
 
-    model: str = DEFAULT_MODEL_DIR
-    served_model_names: tuple[str, ...] = ()
-    tokenizer_backend: str = "fastokens"
-    max_model_len: int | None = None
-    request_threads: int = 1
-    zmq_threads: int = ZMQ_THREADS_DEFAULT
-    offload: bool = True
-    switch_interval: float = SWITCH_INTERVAL_DEFAULT
-    pool_nice: int = POOL_NICE_DEFAULT
-    engine_mode: str = "sim"
-    engine_start: int = 0
-    engine_count: int = 1
-    input_fd: int | None = None
-    output_fd: int | None = None
-    coordinator_address: str = ""
-    exit_on_engine_death: bool = False
-    tokenizer: str = ""
-    chat_template: str = ""
-    log_requests: bool = False
-    log_stats: bool = True
-    log_stats_interval: float = 10.0
-    keepalive: int = 5
-    response_role: str = "assistant"
-    trust_request_chat_template: bool = False
-    enable_force_include_usage: bool = False
-    enable_prompt_tokens_details: bool = False
-    max_logprobs: int = 20
-    use_generation_config: bool = True
-    structured_outputs_backend: str = "auto"
-    default_chat_template_kwargs: dict = field(default_factory=dict)
-    hf_hub_cache: str = ""
-    handshake_address: str = ""
-    engine_host: str = ""
-    run_dir: str = ""
-    worker_slot: int = 0
-    worker_count: int = 1
-    sim_args: str = ""
-    engine_ready_timeout: float = 600.0
-    accept_wait: float = 10.0
-    max_body_bytes: int = 256 * 1024 * 1024
-    system_fingerprint: str | None = "greenfront-0.1.0"
-    api_keys: tuple[str, ...] = ()
-    # Admin plumbing (resources/admin): dev-mode routes and runtime LoRA updates.
-    server_dev_mode: bool = False
-    allow_runtime_lora_updating: bool = False
-    runtime_lora_allowed_path_prefixes: tuple[str, ...] = ()
-    bind: str = "127.0.0.1:8000"
-    log_level: str = "info"
-    extra: dict = field(default_factory=dict)
+    model: str = setting(
+        ("GREENFRONT_MODEL",), str, DEFAULT_MODEL_DIR,
+        "local Hugging Face model directory (`tokenizer.json`, `tokenizer_config.json`, "
+        "`generation_config.json`), or a hub id already in the Hugging Face cache",
+        shown="`models/tekken-tiny`")
+    served_model_names: tuple[str, ...] = setting(
+        ("GREENFRONT_SERVED_MODEL_NAME",), names, (),
+        "comma-separated names; the first is used in responses",
+        shown="the model path (`make run`: `tiny`)")
+    tokenizer: str = setting(
+        ("GREENFRONT_TOKENIZER",), str, "",
+        "tokenizer directory or hub id (`--tokenizer`)", shown="the model")
+    tokenizer_backend: str = setting(
+        ("GREENFRONT_TOKENIZER_BACKEND",), choice("fastokens", "hf"), "fastokens",
+        "`fastokens` (fast Rust BPE, same ids) or `hf` (Hugging Face `tokenizers`, the reference)")
+    chat_template: str = setting(
+        ("GREENFRONT_CHAT_TEMPLATE",), str, "",
+        "a chat template file or the template itself (`--chat-template`)",
+        shown="the model's")
+    max_model_len: int | None = setting(
+        ("GREENFRONT_MAX_MODEL_LEN",), positive_int, None,
+        "cap on the context length the engines report", shown="the engines'")
+    request_threads: int = setting(
+        ("GREENFRONT_REQUEST_WORKER_THREADS", "VLLM_RS_REQUEST_WORKER_THREADS"), capped_threads,
+        min(REQUEST_THREADS_CAP, os.cpu_count() or 1),
+        "request-pool threads per worker", shown=f"CPUs, capped at {REQUEST_THREADS_CAP}")
+    zmq_threads: int = setting(
+        ("GREENFRONT_ZMQ_WORKER_THREADS", "VLLM_RS_ZMQ_WORKER_THREADS"), positive_int, 4,
+        "libzmq I/O threads of the engine client (4 as vllm-rs; more pays only with many engines)")
+    offload: bool = setting(
+        ("GREENFRONT_OFFLOAD",), boolean, True,
+        "`0` runs request work inline in the HTTP hub (the benchmark baseline)")
+    switch_interval: float = setting(
+        ("GREENFRONT_SWITCH_INTERVAL",), non_negative_float, SWITCH_INTERVAL_DEFAULT,
+        "`sys.setswitchinterval`, bounds how long a pool thread holds the GIL")
+    pool_nice: int = setting(
+        ("GREENFRONT_POOL_NICE",), niceness, 10,
+        "niceness of the request-pool threads (0: the process's), so the HTTP hub and engine I/O "
+        "get a contended core first")
+    engine_mode: str = setting(
+        ("GREENFRONT_ENGINE",), choice("sim", "external", "launched"), "sim",
+        "`sim`: start the built-in simulator; `external`: wait for engines to handshake; "
+        "`launched`: set by `bin/greenfront frontend` under `vllm serve`")
+    engine_start: int = setting(
+        ("GREENFRONT_ENGINE_START",), non_negative_int, 0,
+        "first DP rank of the engines (set by `bin/greenfront frontend`)")
+    engine_count: int = setting(
+        ("GREENFRONT_ENGINE_COUNT",), positive_int, 1, "engines (DP ranks 0…N-1) expected")
+    input_fd: int | None = setting(
+        ("GREENFRONT_INPUT_FD",), non_negative_int, None,
+        "inherited engine request listener (set by `bin/greenfront frontend`)")
+    output_fd: int | None = setting(
+        ("GREENFRONT_OUTPUT_FD",), non_negative_int, None,
+        "inherited engine output listener (set by `bin/greenfront frontend`)")
+    coordinator_address: str = setting(
+        ("GREENFRONT_COORDINATOR_ADDRESS",), str, "",
+        "the DP coordinator's address (set by `bin/greenfront frontend`)")
+    keep_alive_on_engine_death: bool = setting(
+        ("VLLM_KEEP_ALIVE_ON_ENGINE_DEATH",), boolean, False,
+        "launched by `vllm serve`: `1` keeps serving (503) after the engine died instead of "
+        "exiting")
+    log_requests: bool = setting(
+        ("GREENFRONT_LOG_REQUESTS",), boolean, False, "log each request (`--enable-log-requests`)")
+    log_stats: bool = setting(
+        ("GREENFRONT_LOG_STATS",), boolean, True,
+        "periodic engine stats log lines (`--disable-log-stats` sets `0`)")
+    log_stats_interval: float = setting(
+        ("VLLM_LOG_STATS_INTERVAL",), positive_float, 10.0,
+        "seconds between the engine stats log lines")
+    keepalive: int = setting(
+        ("GREENFRONT_KEEPALIVE", "VLLM_HTTP_TIMEOUT_KEEP_ALIVE"), non_negative_int, 5,
+        "seconds an idle HTTP keep-alive connection is kept")
+    response_role: str = setting(
+        ("GREENFRONT_RESPONSE_ROLE",), str, "assistant",
+        "role of the generated chat message (`--response-role`)")
+    trust_request_chat_template: bool = setting(
+        ("GREENFRONT_TRUST_REQUEST_CHAT_TEMPLATE",), boolean, False,
+        "accept a request's own `chat_template` (`--trust-request-chat-template`)")
+    enable_force_include_usage: bool = setting(
+        ("GREENFRONT_ENABLE_FORCE_INCLUDE_USAGE",), boolean, False,
+        "usage in every streamed response (`--enable-force-include-usage`)")
+    enable_prompt_tokens_details: bool = setting(
+        ("GREENFRONT_ENABLE_PROMPT_TOKENS_DETAILS",), boolean, False,
+        "`prompt_tokens_details` in usage (`--enable-prompt-tokens-details`)")
+    max_logprobs: int = setting(
+        ("GREENFRONT_MAX_LOGPROBS",), int, 20, "largest `logprobs` a request may ask for "
+        "(`--max-logprobs`; -1: the vocabulary size)")
+    max_n: int = setting(
+        ("VLLM_MAX_N_SEQUENCES",), positive_int, 16384, "largest `n` a request may ask for")
+    max_completion_prompts: int = setting(
+        ("VLLM_MAX_COMPLETION_PROMPTS",), positive_int, 1024,
+        "most prompts in one /v1/completions request")
+    max_stop_strings: int = setting(
+        ("VLLM_MAX_STOP_STRINGS",), non_negative_int, 4,
+        "most `stop` strings a chat or completion request may give")
+    default_chat_template_kwargs: dict | None = setting(
+        ("GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS",), json_object, None,
+        "a JSON object of chat template variables every chat request starts from "
+        "(`--default-chat-template-kwargs`; vLLM's `cohere_format: cmd4` is added unless "
+        "given); request `chat_template_kwargs` override them, except None or `auto` values")
+    structured_outputs_backend: str = setting(
+        ("GREENFRONT_STRUCTURED_OUTPUTS_BACKEND",),
+        choice("auto", "xgrammar", "guidance", "outlines", "lm-format-enforcer"), "auto",
+        "the structured-outputs backend the engine requests name (`--structured-outputs-config`"
+        "'s `backend`): `auto` picks xgrammar per request, guidance for what xgrammar cannot "
+        "do, as vLLM does; `xgrammar`, `guidance`, `outlines`, `lm-format-enforcer`")
+    use_generation_config: bool = setting(
+        ("GREENFRONT_GENERATION_CONFIG",), generation_config, True,
+        "`auto`: sampling defaults from the model's `generation_config.json`; `vllm`: none "
+        "(`--generation-config`)", shown="`auto`")
+    hf_home: str = setting(
+        ("HF_HOME",), str, os.path.join(os.path.expanduser("~"), ".cache", "huggingface"),
+        "Hugging Face home; its `hub` folder is the cache when `HF_HUB_CACHE` is unset",
+        shown="`~/.cache/huggingface`")
+    hf_hub_cache_dir: str = setting(
+        ("HF_HUB_CACHE",), str, "",
+        "Hugging Face hub cache where hub ids are looked up (no download)",
+        shown="`$HF_HOME/hub`")
+    handshake_address: str = setting(
+        ("GREENFRONT_HANDSHAKE_ADDRESS",), str, "",
+        "where engines connect (HELLO/INIT/READY); required for `external`, e.g. "
+        "`tcp://0.0.0.0:13345`", shown="an ipc path in the run dir")
+    engine_host: str = setting(
+        ("GREENFRONT_ENGINE_HOST",), str, "",
+        "the host engines are told to connect to; with a TCP handshake address on port P, "
+        "worker slot s listens on P+1+2s (requests) and P+2+2s (outputs)",
+        shown="the handshake host, or this host's outbound address when that is a wildcard")
+    run_dir: str = setting(
+        ("GREENFRONT_RUN_DIR",), str, "",
+        "ipc sockets and shared engine registrations of one deployment",
+        shown="a fresh temp dir")
+    worker_slot: int = setting(
+        ("GREENFRONT_WORKER_SLOT",), int, 0,
+        "this worker's slot (set by gunicorn.conf.py for each worker)")
+    worker_count: int = setting(
+        ("GREENFRONT_WORKERS",), positive_int, 1, "gunicorn worker count")
+    sim_args: str = setting(
+        ("GREENFRONT_SIM_ARGS",), str, "",
+        "extra simulator options, e.g. `--output-mode echo --itl-ms 5` "
+        "(`python -m engine.sim --help`)")
+    engine_ready_timeout: float = setting(
+        ("GREENFRONT_ENGINE_READY_TIMEOUT", "VLLM_ENGINE_READY_TIMEOUT_S"), non_negative_float,
+        600.0, "seconds to wait for engine registration")
+    accept_wait: float = setting(
+        ("GREENFRONT_ACCEPT_WAIT",), non_negative_float, 10.0,
+        "seconds a starting worker waits for the engines to register before it accepts "
+        "connections (a restarted worker then takes no request it could only answer with 503); "
+        "after that it serves, `/health` answering 503 until they register")
+    max_body_bytes: int = setting(
+        ("GREENFRONT_MAX_BODY_BYTES",), positive_int, 256 * 1024 * 1024,
+        "larger request bodies get 413")
+    system_fingerprint: str | None = setting(
+        ("GREENFRONT_SYSTEM_FINGERPRINT",), fingerprint, "greenfront-0.1.0",
+        "`system_fingerprint` in responses (empty: null)", empty_is_value=True)
+    api_keys: tuple[str, ...] = setting(
+        ("GREENFRONT_API_KEY", "VLLM_API_KEY"), names, (),
+        "comma-separated keys for `Authorization: Bearer`; `/health`, `/metrics` and "
+        "`/version` are exempt", secret=True)
+    server_dev_mode: bool = setting(
+        ("VLLM_SERVER_DEV_MODE",), boolean, False,
+        "`1` adds the dev routes (`/sleep`, `/wake_up`, `/is_sleeping`, `/pause`, `/resume`, "
+        "`/reset_prefix_cache`, `/collective_rpc`, `/server_info`, …)")
+    allow_runtime_lora_updating: bool = setting(
+        ("VLLM_ALLOW_RUNTIME_LORA_UPDATING",), boolean, False,
+        "`/v1/load_lora_adapter` and `/v1/unload_lora_adapter`")
+    runtime_lora_allowed_path_prefixes: tuple[str, ...] = setting(
+        ("VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES",), names, (),
+        "local LoRA adapter paths must be under a listed prefix when set")
+    bind: str = setting(
+        ("GREENFRONT_BIND",), str, "127.0.0.1:8000", "gunicorn bind address")
+    log_level: str = setting(
+        ("GREENFRONT_LOG_LEVEL",), choice("debug", "info", "warning", "error"), "info",
+        "gunicorn log level")
+
+    @classmethod
+    def settings(cls) -> Iterator[tuple[str, Setting]]:
+        """(field name, declaration) of every setting, in declaration order."""
+        for f in dataclasses.fields(cls):
+            yield f.name, f.metadata["setting"]
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Config":
+        env = os.environ if env is None else env
+        return cls(**{name: decl.read(env) for name, decl in cls.settings()})
+
+    @property
+    def exit_on_engine_death(self) -> bool:
+        """vLLM's frontends exit when their engine dies, unless kept alive."""
+        return self.engine_mode == "launched" and not self.keep_alive_on_engine_death
+
+    @property
+    def hf_hub_cache(self) -> str:
+        return self.hf_hub_cache_dir or os.path.join(self.hf_home, "hub")
 
     @property
     def model_dir(self) -> str:
@@ -227,89 +430,53 @@ class Config:
         bind_host = "*" if wildcard else host
         return f"tcp://{bind_host}:{number}", f"tcp://{advertised}:{number}"
 
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "Config":
-        env = os.environ if env is None else env
-        r = _Reader(env)
-        cpus = os.cpu_count() or 1
-        names = r.get("GREENFRONT_SERVED_MODEL_NAME", _names, ())
-        max_len = r.get("GREENFRONT_MAX_MODEL_LEN", _positive_int, 0) or None
-        keys = r.get(("GREENFRONT_API_KEY", "VLLM_API_KEY"), _names, ())
-        return cls(
-            model=r.get("GREENFRONT_MODEL", str, DEFAULT_MODEL_DIR),
-            served_model_names=names,
-            tokenizer_backend=r.get("GREENFRONT_TOKENIZER_BACKEND", _choice("fastokens", "hf"),
-                                    "fastokens"),
-            max_model_len=max_len,
-            request_threads=min(REQUEST_THREADS_CAP, r.get(
-                (REQUEST_THREADS_ENV, REQUEST_THREADS_FALLBACK_ENV), _positive_int, cpus)),
-            zmq_threads=r.get((ZMQ_THREADS_ENV, ZMQ_THREADS_FALLBACK_ENV), _positive_int,
-                              ZMQ_THREADS_DEFAULT),
-            offload=r.get("GREENFRONT_OFFLOAD", _bool, True),
-            switch_interval=r.get("GREENFRONT_SWITCH_INTERVAL", _non_negative_float,
-                                  SWITCH_INTERVAL_DEFAULT),
-            pool_nice=r.get("GREENFRONT_POOL_NICE", _nice, POOL_NICE_DEFAULT),
-            engine_mode=r.get("GREENFRONT_ENGINE", _choice("sim", "external", "launched"), "sim"),
-            engine_start=r.get("GREENFRONT_ENGINE_START", _non_negative_int, 0),
-            engine_count=r.get("GREENFRONT_ENGINE_COUNT", _positive_int, 1),
-            input_fd=r.get("GREENFRONT_INPUT_FD", _non_negative_int, None),
-            output_fd=r.get("GREENFRONT_OUTPUT_FD", _non_negative_int, None),
-            coordinator_address=r.get("GREENFRONT_COORDINATOR_ADDRESS", str, ""),
-            exit_on_engine_death=(r.get("GREENFRONT_ENGINE", str, "") == "launched"
-                                  and not r.get("VLLM_KEEP_ALIVE_ON_ENGINE_DEATH", _bool, False)),
-            tokenizer=r.get("GREENFRONT_TOKENIZER", str, ""),
-            chat_template=r.get("GREENFRONT_CHAT_TEMPLATE", str, ""),
-            log_requests=r.get("GREENFRONT_LOG_REQUESTS", _bool, False),
-            log_stats=r.get("GREENFRONT_LOG_STATS", _bool, True),
-            log_stats_interval=r.get("VLLM_LOG_STATS_INTERVAL", _non_negative_float, 10.0) or 10.0,
-            keepalive=r.get(("GREENFRONT_KEEPALIVE", "VLLM_HTTP_TIMEOUT_KEEP_ALIVE"),
-                            _non_negative_int, 5),
-            response_role=r.get("GREENFRONT_RESPONSE_ROLE", str, "assistant"),
-            trust_request_chat_template=r.get("GREENFRONT_TRUST_REQUEST_CHAT_TEMPLATE", _bool,
-                                              False),
-            enable_force_include_usage=r.get("GREENFRONT_ENABLE_FORCE_INCLUDE_USAGE", _bool,
-                                             False),
-            enable_prompt_tokens_details=r.get("GREENFRONT_ENABLE_PROMPT_TOKENS_DETAILS", _bool,
-                                               False),
-            max_logprobs=r.get("GREENFRONT_MAX_LOGPROBS", int, 20),
-            hf_hub_cache=r.get("HF_HUB_CACHE", str, "") or os.path.join(
-                r.get("HF_HOME", str, "") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                         "huggingface"), "hub"),
-            use_generation_config=r.get("GREENFRONT_GENERATION_CONFIG",
-                                        _choice("auto", "vllm"), "auto") == "auto",
-            structured_outputs_backend=r.get("GREENFRONT_STRUCTURED_OUTPUTS_BACKEND",
-                                             _choice(*STRUCTURED_OUTPUTS_BACKENDS), "auto"),
-            default_chat_template_kwargs=r.get("GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS",
-                                               _json_object, {}),
-            handshake_address=r.get("GREENFRONT_HANDSHAKE_ADDRESS", str, ""),
-            engine_host=r.get("GREENFRONT_ENGINE_HOST", str, ""),
-            run_dir=r.get("GREENFRONT_RUN_DIR", str, ""),
-            worker_slot=r.get("GREENFRONT_WORKER_SLOT", int, 0),
-            worker_count=r.get("GREENFRONT_WORKERS", _positive_int, 1),
-            sim_args=r.get("GREENFRONT_SIM_ARGS", str, ""),
-            engine_ready_timeout=r.get(("GREENFRONT_ENGINE_READY_TIMEOUT",
-                                        "VLLM_ENGINE_READY_TIMEOUT_S"), _non_negative_float, 600.0),
-            accept_wait=r.get("GREENFRONT_ACCEPT_WAIT", _non_negative_float, 10.0),
-            max_body_bytes=r.get("GREENFRONT_MAX_BODY_BYTES", _positive_int, 256 * 1024 * 1024),
-            system_fingerprint=r.get("GREENFRONT_SYSTEM_FINGERPRINT", str, "greenfront-0.1.0") or None,
-            api_keys=keys,
-            server_dev_mode=r.get("VLLM_SERVER_DEV_MODE", _bool, False),
-            allow_runtime_lora_updating=r.get("VLLM_ALLOW_RUNTIME_LORA_UPDATING", _bool,
-                                              False),
-            runtime_lora_allowed_path_prefixes=r.get(
-                "VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES", _names, ()),
-            bind=r.get("GREENFRONT_BIND", str, "127.0.0.1:8000"),
-            log_level=r.get("GREENFRONT_LOG_LEVEL", _choice("debug", "info", "warning", "error"),
-                            "info"),
-        )
-
     def with_run_dir(self) -> "Config":
         """A copy whose ``run_dir`` exists (a fresh temporary folder when unset)."""
         if self.run_dir:
             os.makedirs(self.run_dir, exist_ok=True)
             return self
-        from dataclasses import replace
-        return replace(self, run_dir=tempfile.mkdtemp(prefix="greenfront-"))
+        return dataclasses.replace(self, run_dir=tempfile.mkdtemp(prefix="greenfront-"))
+
+    def redacted(self) -> dict[str, Any]:
+        """Every setting as plain data (for ``/server_info``), secrets set as "<redacted>"."""
+        out: dict[str, Any] = {}
+        for name, decl in self.settings():
+            value = getattr(self, name)
+            if decl.secret and value:
+                value = "<redacted>"
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[name] = value
+        return out
+
+    def vllm_env(self) -> dict[str, Any]:
+        """The settings read from vLLM's own variable names (``/server_info``'s ``vllm_env``)."""
+        out: dict[str, Any] = {}
+        for name, decl in self.settings():
+            if decl.env[0].startswith("VLLM_") and not decl.secret:
+                value = getattr(self, name)
+                out[decl.env[0]] = ",".join(value) if isinstance(value, tuple) else value
+        return out
+
+
+def settings_table() -> str:
+    """The README's settings table, made from the declarations."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for _, decl in Config.settings():
+        variable = f"`{decl.env[0]}`"
+        if len(decl.env) > 1:
+            variable += " (fallback " + ", ".join(f"`{e}`" for e in decl.env[1:]) + ")"
+        rows.append(f"| {variable} | {decl.default_text()} | {decl.doc} |")
+    return "\n".join(rows)
+
+
+def readme_with_table(text: str) -> str:
+    """``text`` (the README) with the generated table between its markers."""
+    head, begin, rest = text.partition(TABLE_BEGIN)
+    _, end, tail = rest.partition(TABLE_END)
+    if not begin or not end:
+        raise ValueError("README.md has no settings-table markers")
+    return f"{head}{TABLE_BEGIN}\n{settings_table()}\n{TABLE_END}{tail}"
 
 
 @functools.cache
@@ -322,3 +489,12 @@ def reachable_host() -> str:
             return probe.getsockname()[0]
         except OSError:
             return socket.gethostbyname(socket.gethostname())
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--readme"]:
+        raise SystemExit("usage: python -m config --readme   (rewrites README.md's settings table)")
+    with open(README, encoding="utf-8") as f:
+        current = f.read()
+    with open(README, "w", encoding="utf-8") as f:
+        f.write(readme_with_table(current))

@@ -1,4 +1,5 @@
-"""API-key check (``Authorization: Bearer <key>``) when keys are configured; /health is exempt.
+"""API-key check (``Authorization: Bearer <key>``) when keys are configured; ``EXEMPT_PATHS``
+(/health, /metrics, /version) answer without one.
 
 Runs on: the HTTP hub or a pool thread (whichever runs the Falcon call).
 """

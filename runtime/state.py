@@ -163,8 +163,11 @@ class WorkerState:
             max_logprobs=cfg.max_logprobs,
             enable_force_include_usage=cfg.enable_force_include_usage,
             enable_prompt_tokens_details=cfg.enable_prompt_tokens_details,
-            structured_outputs_backend=cfg.structured_outputs_backend,
+            max_stop_strings=cfg.max_stop_strings,
+            max_n=cfg.max_n,
+            max_completion_prompts=cfg.max_completion_prompts,
             default_chat_template_kwargs=server_template_kwargs(cfg),
+            structured_outputs_backend=cfg.structured_outputs_backend,
             adapters=adapter_lookup(cfg),
         )
 
@@ -172,7 +175,7 @@ class WorkerState:
 def server_template_kwargs(cfg) -> dict:
     """``--default-chat-template-kwargs`` plus the ``cohere_format`` vLLM always adds to them
     (its ``--cohere-format`` default, ``cmd4``, unless the kwargs name one)."""
-    kwargs = dict(cfg.default_chat_template_kwargs)
+    kwargs = dict(cfg.default_chat_template_kwargs or {})
     kwargs.setdefault("cohere_format", "cmd4")
     return kwargs
 

@@ -49,7 +49,6 @@ Runs on: the HTTP hub (never offloaded: every route is a short engine round-trip
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import platform
 from typing import Any
@@ -58,7 +57,6 @@ import falcon
 import msgspec
 
 import jsonio
-from config import Config
 from errors import ApiError, RequestValidationError
 from resources.admin.engines import (
     NO_TIMEOUT,
@@ -289,43 +287,20 @@ class WorldSizeResource(_Resource):
         reply_json(resp, {"world_size": size})
 
 
-#: Config fields whose values are secrets (vLLM drops env vars whose name contains "KEY").
-_SECRET_WORDS = ("key", "secret", "password")
-
-
-def redacted_config(config: Config) -> dict[str, Any]:
-    """The Config as plain data, secrets replaced by "<redacted>" (empty ones left empty)."""
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(config):
-        value = getattr(config, f.name)
-        if value and any(word in f.name.lower() for word in _SECRET_WORDS):
-            value = "<redacted>"
-        elif isinstance(value, tuple):
-            value = list(value)
-        out[f.name] = value
-    return out
-
-
 class ServerInfoResource(_Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         q = Query(req)
         config_format = q.get("config_format", v_literal("text", "json"), "text")
         q.check()
         config = self._state.config
-        data = redacted_config(config)
+        data = config.redacted()
         client = self._state.client
         engines = {str(rank): msgspec.to_builtins(reg)
                    for rank, reg in sorted((client.registrations if client else {}).items())}
         reply_json(resp, {
             "vllm_config": (data if config_format == "json" else
                             ", ".join(f"{k}={v!r}" for k, v in data.items())),
-            # The VLLM_* settings greenfront reads (config.py is the only reader of the env).
-            "vllm_env": {
-                "VLLM_SERVER_DEV_MODE": config.server_dev_mode,
-                "VLLM_ALLOW_RUNTIME_LORA_UPDATING": config.allow_runtime_lora_updating,
-                "VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES":
-                    ",".join(config.runtime_lora_allowed_path_prefixes),
-            },
+            "vllm_env": config.vllm_env(),
             "system_env": {
                 "greenfront_version": VERSION,
                 "python_version": platform.python_version(),

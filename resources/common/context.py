@@ -1,6 +1,6 @@
 """The serving context: everything request conversion and rendering read about the served model.
 
-Built once per worker (``runtime.state``) from the Config, the model directory and the engines'
+Built once per worker (``runtime.state``) from the Config (each knob below is a setting there), the model directory and the engines'
 registration, with the runtime LoRA adapter registry attached when that is on; immutable, so
 request pool threads and the HTTP hub share it without locks.
 
@@ -45,7 +45,8 @@ class ServingContext:
         max_logprobs: ``--max-logprobs``.
         enable_force_include_usage: ``--enable-force-include-usage``.
         enable_prompt_tokens_details: ``--enable-prompt-tokens-details``.
-        default_chat_template_kwargs: ``--default-chat-template-kwargs``.
+        default_chat_template_kwargs: ``--default-chat-template-kwargs``
+            (``GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS``).
         max_stop_strings: ``VLLM_MAX_STOP_STRINGS``.
         max_n: ``VLLM_MAX_N_SEQUENCES``.
         max_completion_prompts: ``VLLM_MAX_COMPLETION_PROMPTS``.

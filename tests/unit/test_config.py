@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 
-from config import REQUEST_THREADS_CAP, Config
+from config import README, REQUEST_THREADS_CAP, Config, readme_with_table
 
 
 def test_defaults_without_environment():
@@ -57,6 +57,49 @@ def test_worker_sockets_are_ipc_paths_unless_engines_handshake_over_tcp():
     assert bind == "tcp://*:13346" and connect.endswith(":13346") and "*" not in connect
 
 
+def test_readme_settings_table_is_made_from_the_declarations():
+    """Regenerate with ``.venv/bin/python -m config --readme`` after declaring a setting."""
+    with open(README, encoding="utf-8") as f:
+        text = f.read()
+    assert readme_with_table(text) == text
+    for _, decl in Config.settings():
+        assert f"| `{decl.env[0]}`" in text
+
+
+def test_every_field_is_a_declared_setting_with_a_description():
+    for name, decl in Config.settings():
+        assert decl.env and decl.doc, name
+        assert getattr(Config.from_env({}), name) == decl.default, name
+
+
+def test_fallback_names_and_derived_values():
+    cfg = Config.from_env({"VLLM_API_KEY": "a,b", "VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "9",
+                           "GREENFRONT_GENERATION_CONFIG": "vllm", "HF_HOME": "/h",
+                           "GREENFRONT_ENGINE": "launched", "VLLM_MAX_N_SEQUENCES": "3"})
+    assert cfg.api_keys == ("a", "b") and cfg.keepalive == 9 and cfg.max_n == 3
+    assert cfg.use_generation_config is False and cfg.hf_hub_cache == "/h/hub"
+    assert cfg.exit_on_engine_death is True
+    kept = Config.from_env({"GREENFRONT_ENGINE": "launched",
+                            "VLLM_KEEP_ALIVE_ON_ENGINE_DEATH": "1"})
+    assert kept.exit_on_engine_death is False
+    assert Config.from_env({"GREENFRONT_ENGINE": "sim"}).exit_on_engine_death is False
+    assert Config.from_env({"GREENFRONT_SYSTEM_FINGERPRINT": ""}).system_fingerprint is None
+    assert Config.from_env({"GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS": '{"a": 1}'}
+                           ).default_chat_template_kwargs == {"a": 1}
+
+
+def test_server_info_view_redacts_secrets_and_lists_vllm_names():
+    cfg = Config.from_env({"GREENFRONT_API_KEY": "sekrit", "VLLM_SERVER_DEV_MODE": "1",
+                           "VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES": "/a,/b"})
+    data = cfg.redacted()
+    assert data["api_keys"] == "<redacted>" and "sekrit" not in str(data)
+    assert set(data) == {name for name, _ in Config.settings()}
+    env = cfg.vllm_env()
+    assert env["VLLM_SERVER_DEV_MODE"] is True
+    assert env["VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES"] == "/a,/b"
+    assert "VLLM_API_KEY" not in env
+
+
 def test_structured_outputs_backend_and_template_kwargs(caplog):
     cfg = Config.from_env({"GREENFRONT_STRUCTURED_OUTPUTS_BACKEND": "outlines",
                            "GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS": '{"enable_thinking": false}'})
@@ -64,5 +107,5 @@ def test_structured_outputs_backend_and_template_kwargs(caplog):
     assert cfg.default_chat_template_kwargs == {"enable_thinking": False}
     bad = Config.from_env({"GREENFRONT_STRUCTURED_OUTPUTS_BACKEND": "xgrammarr",
                            "GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS": "[1]"})
-    assert bad.structured_outputs_backend == "auto" and bad.default_chat_template_kwargs == {}
+    assert bad.structured_outputs_backend == "auto" and bad.default_chat_template_kwargs is None
     assert "GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS" in caplog.text
