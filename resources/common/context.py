@@ -52,6 +52,8 @@ class ServingContext:
         max_completion_prompts: ``VLLM_MAX_COMPLETION_PROMPTS``.
         structured_outputs_backend: ``--structured-outputs-config``'s backend (``auto`` resolves
             per request, as vLLM's frontend does).
+        reasoning_configured: a reasoning parser with thought markers is configured (vLLM's
+            ``reasoning_config``); without one a ``thinking_token_budget`` is refused.
         special_tokens: ``bos_token``/``eos_token``/... text for request chat templates (used only
             with ``trust_request_chat_template``).
         adapters: the runtime LoRA adapters a request may name as ``model``
@@ -76,6 +78,7 @@ class ServingContext:
     max_n: int = 16384
     max_completion_prompts: int = 1024
     structured_outputs_backend: str = "auto"
+    reasoning_configured: bool = False
     special_tokens: dict = field(default_factory=dict)
     adapters: AdapterLookup | None = None
 

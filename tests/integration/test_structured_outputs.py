@@ -151,3 +151,14 @@ def test_thinking_token_budget_must_be_an_integer(auto_server, path, budget):
                                 f"for unlimited. (parameter=thinking_token_budget, value={budget})")
     assert error["param"] == "thinking_token_budget"
     assert _adds(auto_server, rid) == []
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/completions"])
+def test_thinking_token_budget_needs_a_reasoning_parser(auto_server, path):
+    rid, resp = _post(auto_server, path, {"thinking_token_budget": 5})
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["error"]["message"].startswith(
+        "thinking_token_budget is set but reasoning_config is not configured.")
+    assert _adds(auto_server, rid) == []
+    unlimited, resp = _post(auto_server, path, {"thinking_token_budget": -1})
+    assert resp.status_code == 200, resp.text

@@ -50,6 +50,7 @@ EXACT = [
         {"begin": "<f>", "schema": {"type": "object"}, "end": "</f>"}]}},
     {"structured_outputs": {"structural_tag": "{bad"}},
     {"thinking_token_budget": 5.5},
+    {"thinking_token_budget": 5},
     {"tools": [{"type": "function", "function": {"name": "f"}}],
      "tool_choice": {"type": "function", "function": {"name": "g"}}},
 ]
