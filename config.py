@@ -329,6 +329,15 @@ class Config:
         "seconds a starting worker waits for the engines to register before it accepts "
         "connections (a restarted worker then takes no request it could only answer with 503); "
         "after that it serves, `/health` answering 503 until they register")
+    engine_stall_timeout: float = setting(
+        ("GREENFRONT_ENGINE_STALL_TIMEOUT",), non_negative_float, 60.0,
+        "seconds an engine may say nothing while this worker has requests in flight on it, or "
+        "leave a ping unanswered, before it counts as stalled (0: never); see \"Stalled "
+        "engines\"")
+    engine_stall_liveness_timeout: float = setting(
+        ("GREENFRONT_ENGINE_STALL_LIVENESS_TIMEOUT",), non_negative_float, 300.0,
+        "seconds of silence of a stalled engine after which `/health` answers 503, so an "
+        "orchestrator restarts the deployment (0: never)")
     max_body_bytes: int = setting(
         ("GREENFRONT_MAX_BODY_BYTES",), positive_int, 256 * 1024 * 1024,
         "larger request bodies get 413")

@@ -93,6 +93,10 @@ class EngineUnavailable(ApiError):
     type = "ServiceUnavailableError"
 
 
+class EngineStalled(EngineUnavailable):
+    """503: an engine said nothing for the stall timeout (hung step, deadlock, stopped process)."""
+
+
 class EngineDead(EngineUnavailable):
     def __init__(self, message: str = "The engine core has died; the server cannot serve requests.") -> None:
         super().__init__(message)

@@ -1,10 +1,20 @@
 """The engine-core client: the one object request code uses to reach the engines.
 
-Thread-safe facade. ``submit``/``abort`` may be called from a pool thread or the HTTP hub; they
-register the request's stream and hand the frames to the engine-I/O thread. Outputs come back
-through ``runtime.handoff`` into the HTTP hub, where each goes to its ``RequestStream``.
-Registration (the engines' ready messages) decides ``ready`` and ``max_model_len``; engine death
-(``ENGINE_CORE_DEAD`` or a dropped connection) fails every in-flight request and turns ``dead``.
+``submit``/``abort``/``utility`` may be called from a pool thread or the HTTP hub; they only hand
+work to the engine-I/O thread. Outputs come back through ``runtime.handoff`` into the HTTP hub,
+where each goes to its ``RequestStream``. Registration (the engines' ready messages) decides
+``ready`` and ``max_model_len``; engine death (``ENGINE_CORE_DEAD`` or a dropped connection) fails
+every in-flight request and turns ``dead``; an engine silent too long (``engine.liveness``) fails
+its in-flight requests and takes no new ones until it speaks again.
+
+Which thread owns what:
+- engine-I/O thread: the request registry (``_registry``: streams and counts per rank, rank
+  choice, the coordinator's load view), engine liveness (``_liveness``, pings), the coordinator
+  state (``current_wave``, ``engines_running``), ``dead_reason``, and every send (the
+  transport's one sender greenlet).
+- HTTP hub: registrations, ``ready``, ``max_model_len``, pending utility calls.
+- Other threads only read what the owners publish by whole-value stores: ``ready``,
+  ``dead_reason``, ``current_wave``, ``in_flight``, ``stalled_ranks``.
 
 Runs on: constructed and started in the HTTP hub of a worker; see each method.
 """
@@ -14,6 +24,7 @@ import itertools
 import logging
 import os
 import random
+import time
 from typing import Any, Callable
 
 import gevent
@@ -21,9 +32,12 @@ import gevent.event
 import msgspec
 
 from engine import protocol
+from engine.liveness import Liveness
+from engine.registry import RequestRegistry
 from engine.stream import RequestStream, Waker
 from engine.transport import Transport
-from errors import ApiError, EngineDead, EngineUnavailable, InvalidRequest, ServerError
+from errors import (ApiError, EngineDead, EngineStalled, EngineUnavailable, InvalidRequest,
+                    ServerError)
 from runtime.engine_thread import EngineThread
 from runtime.handoff import HubInbox, run_each
 
@@ -31,6 +45,10 @@ log = logging.getLogger("greenfront.engine")
 
 #: The random suffix of internal request ids (vLLM's `<external>-<8 hex>`).
 _suffixes = random.Random()
+#: Call ids of the liveness pings: far above the hub's utility call ids (counted from 1).
+_PING_CALL_IDS = 1 << 48
+#: The utility a ping calls: cheap, side-effect free, answered by vLLM 0.32 and the simulator.
+PING_METHOD = "is_sleeping"
 
 
 class EngineClient:
@@ -42,6 +60,7 @@ class EngineClient:
         engine_start / engine_count: the DP ranks this client expects to register.
         registration_dir: where registrations are shared between worker processes, so that a
             restarted worker (the engines register only once per socket) knows them; or "".
+        stall_timeout: seconds of engine silence that make a stall (``engine.liveness``; 0: off).
     """
 
     def __init__(self, *, input_address: str, output_address: str, client_index: int,
@@ -50,7 +69,8 @@ class EngineClient:
                  input_fd: int | None = None, output_fd: int | None = None,
                  coordinator_address: str = "",
                  on_dead: Callable[[str], None] | None = None,
-                 on_stats: Callable[[int, Any], None] | None = None) -> None:
+                 on_stats: Callable[[int, Any], None] | None = None,
+                 stall_timeout: float = 0.0) -> None:
         self.client_index = client_index
         self.ranks = list(range(engine_start, engine_start + engine_count))
         self._addresses = (input_address, output_address, input_fd, output_fd)
@@ -61,19 +81,17 @@ class EngineClient:
         self._on_stats = on_stats
         self._coordinator_address = coordinator_address
         self.engine_start = engine_start
-        # Latest DP coordinator view (§7.2): per-rank [waiting, running, kv_usage] of our ranks,
-        # the current wave, and whether the engines are running a wave.
-        self._load: dict[int, list] = {}
+        # DP coordinator view (§7.2): the current wave, and whether the engines are running one.
         self.current_wave = 0
         self.engines_running = True
         self.registrations: dict[int, Any] = {}
         self.ready = False
         self.dead_reason: str | None = None
         self.max_model_len: int | None = None
-        # Shared with the engine thread; dict operations are atomic under the GIL.
-        self._streams: dict[str, RequestStream] = {}
-        self._outstanding: dict[int, int] = {rank: 0 for rank in self.ranks}
-        self._rr = itertools.count()
+        self._registry = RequestRegistry(self.ranks)
+        self._liveness = Liveness(self.ranks, stall_timeout, time.monotonic())
+        self._pings: dict[int, int] = {}  # ping call id -> rank
+        self._ping_ids = itertools.count(_PING_CALL_IDS)
         self._utility_calls: dict[int, gevent.event.AsyncResult] = {}
         self._call_ids = itertools.count(1)
         self._ready_event: gevent.event.Event | None = None
@@ -96,6 +114,7 @@ class EngineClient:
                                "address the two ports per worker after it must be free.")
 
     def _start_transport(self, thread: EngineThread) -> None:
+        """Engine-I/O thread: bind the sockets, start the liveness watch."""
         input_address, output_address, input_fd, output_fd = self._addresses
         self._transport = Transport(
             input_address=input_address, output_address=output_address,
@@ -103,6 +122,8 @@ class EngineClient:
             on_registration=self._on_registration, on_outputs=self._on_outputs,
             on_dead=self._on_dead, coordinator_address=self._coordinator_address,
             on_coordinator=self._on_coordinator)
+        if self._liveness.enabled:
+            self._transport.spawn(self._watch_liveness)
 
     def stop(self) -> None:
         """Non-blocking: close the sockets and end the engine-I/O thread."""
@@ -127,106 +148,105 @@ class EngineClient:
 
     @property
     def healthy(self) -> bool:
-        return self.ready and self.dead_reason is None
+        """Registered, alive, and at least one engine not stalled (readiness)."""
+        return (self.ready and self.dead_reason is None
+                and len(self._liveness.stalled) < len(self.ranks))
 
-    def check_available(self) -> None:
-        """Raise the 503 a request gets when the engines cannot take it."""
+    @property
+    def stalled_ranks(self) -> frozenset[int]:
+        """Any thread: the ranks stalled now (published by the engine-I/O thread)."""
+        return self._liveness.stalled
+
+    def stalled_for(self) -> float:
+        """Any thread: seconds the longest-stalled engine has been silent (0: none stalled)."""
+        since = self._liveness.silent_since
+        return time.monotonic() - min(since.values()) if since else 0.0
+
+    def check_available(self, rank: int | None = None) -> None:
+        """Any thread: raise the 503 a request (pinned to ``rank``) gets when the engines cannot
+        take it."""
         if self.dead_reason is not None:
             raise EngineDead(f"The engine core is dead: {self.dead_reason}.")
         if not self.ready:
             raise EngineUnavailable("The engine core has not registered yet; retry shortly.")
+        error = self._refusal(rank)
+        if error is not None:
+            raise error
+
+    def _refusal(self, rank: int | None) -> ApiError | None:
+        stalled = self._liveness.stalled
+        if not stalled or (rank is None and len(stalled) < len(self.ranks)):
+            return None
+        if rank is not None and rank not in stalled:
+            return None
+        silent = self._liveness.silent_since
+        ranks = [rank] if rank is not None else sorted(stalled)
+        since = min(silent.get(r, time.monotonic()) for r in ranks)
+        which = f"engine {ranks[0]}" if len(ranks) == 1 else "every engine"
+        return EngineStalled(f"The engine core is stalled: {which} has not answered for "
+                             f"{time.monotonic() - since:.0f} s; retry later.")
 
     # -- requests (pool thread or HTTP hub) -------------------------------------------------
     def new_request_id(self, external_id: str) -> str:
         # PERF: no os.urandom syscall per request (secrets.token_hex was 17% of pool threads).
         return f"{external_id}-{_suffixes.getrandbits(32):08x}"
 
-    def pick_rank(self, requested: int | None = None) -> int:
-        """The least-loaded engine, or the one the client pinned (X-data-parallel-rank)."""
-        if requested is not None:
-            if requested not in self._outstanding:
-                raise InvalidRequest(
-                    f"Requested data parallel rank {requested} is out of range; this server "
-                    f"serves ranks {self.ranks[0]}..{self.ranks[-1]}.",
-                    param="X-data-parallel-rank")
-            return requested
-        if len(self.ranks) == 1:
-            return self.ranks[0]
-        start = next(self._rr) % len(self.ranks)
-        ranks = self.ranks[start:] + self.ranks[:start]  # rotate so ties spread
-        rank = min(ranks, key=self._score)
-        load = self._load.get(rank)
-        if load is not None:
-            load[0] += 1  # counts as waiting there until the coordinator's next update
-        return rank
-
-    def _score(self, rank: int) -> float:
-        """vLLM's DP load score: own in-flight requests, refined by the coordinator's counts."""
-        mine = self._outstanding[rank]
-        load = self._load.get(rank)
-        if load is None:
-            return mine
-        waiting, running, kv_usage = load[0], load[1], load[2]
-        return max(mine, waiting + running) + waiting * 6 * max(0.0, kv_usage - 0.5)
-
     def submit(self, request: Any, waker: Waker, rank: int | None = None) -> RequestStream:
-        """Send one ``EngineCoreRequest``; its outputs will arrive on the returned stream."""
-        self.check_available()
-        rank = self.pick_rank(rank if rank is not None else request.data_parallel_rank)
-        request.current_wave = self.current_wave
-        stream = RequestStream(request.request_id, rank, waker, self.abort)
-        self._streams[request.request_id] = stream
-        self._outstanding[rank] += 1
-        frames = protocol.encode_add(_identity(rank), request)
-        rid = request.request_id
-        wake_wave = None
-        if self._coordinator_address and not self.engines_running:
-            # 0.32: the first request of an idle DP deployment tells the coordinator to start a
-            # wave on every engine (§7.2.4); the 2-byte identity as bin means "wake everyone".
-            self.engines_running = True
-            wake_wave = msgspec.msgpack.encode([_identity(rank), self.current_wave])
+        """Send one ``EngineCoreRequest``; its outputs will arrive on the returned stream.
 
-        def send() -> None:
-            self._transport.send(frames, lambda error: self._on_add_failed(rid, error))
-            if wake_wave is not None:
-                self._transport.notify_coordinator(wake_wave)
-        self._call_engine(send)
+        Here (the caller's thread) only checks and encodes; the engine-I/O thread chooses the
+        rank (least loaded, or the pinned one), registers the stream and sends."""
+        requested = rank if rank is not None else request.data_parallel_rank
+        if requested is not None and requested not in self.ranks:
+            raise InvalidRequest(
+                f"Requested data parallel rank {requested} is out of range; this server "
+                f"serves ranks {self.ranks[0]}..{self.ranks[-1]}.",
+                param="X-data-parallel-rank")
+        self.check_available(requested)
+        request.current_wave = self.current_wave
+        stream = RequestStream(request.request_id, -1, waker, self.abort)
+        frames = protocol.encode_add(b"", request)
+        self._call_engine(lambda: self._add(stream, frames, requested))
         return stream
 
     def abort(self, request_ids: list[str]) -> None:
-        """Abort requests in their engines and forget them (no acknowledgement comes)."""
-        by_rank: dict[int, list[str]] = {}
-        for rid in request_ids:
-            stream = self._streams.pop(rid, None)
-            if stream is None:
-                continue
-            self._outstanding[stream.engine_rank] -= 1
-            by_rank.setdefault(stream.engine_rank, []).append(rid)
-        for rank, ids in by_rank.items():
-            frames = protocol.encode_abort(_identity(rank), ids)
-            self._call_engine(lambda frames=frames: self._transport.send(frames))
+        """Any thread: abort requests in their engines and forget them (no acknowledgement)."""
+        if request_ids and self._thread is not None:
+            ids = list(request_ids)
+            self._call_engine(lambda: self._abort(ids))
 
     def utility(self, method: str, args: list | tuple = (), rank: int | None = None,
-                timeout: float = 60.0) -> Any:
-        """HTTP hub: call an engine utility method and wait for its result."""
-        self.check_available()
+                timeout: float | None = 60.0) -> Any:
+        """HTTP hub: call an engine utility method and wait for its result. A call without a
+        timeout (sleep, LoRA loads, collective RPCs) may keep the engine busy for long: its
+        rank's stall watch is suspended meanwhile."""
         rank = self.ranks[0] if rank is None else rank
+        self.check_available(rank)
         call_id = next(self._call_ids)
         result = gevent.event.AsyncResult()
         self._utility_calls[call_id] = result
         frames = protocol.encode_utility(_identity(rank), self.client_index, call_id, method,
                                          list(args))
-        self._call_engine(lambda: self._transport.send(frames))
+        unbounded = timeout is None
+
+        def send() -> None:
+            if unbounded:
+                self._liveness.suspend(rank, +1)
+            self._transport.post(frames)
+        self._call_engine(send)
         try:
             return result.get(timeout=timeout)
         except gevent.Timeout:
             raise ServerError(f"The engine did not answer `{method}` within {timeout:g} s.")
         finally:
             self._utility_calls.pop(call_id, None)
+            if unbounded and self._thread is not None:
+                self._call_engine(lambda: self._liveness.suspend(rank, -1))
 
     @property
     def in_flight(self) -> int:
-        return len(self._streams)
+        """Any thread: requests registered in the engines (published by the engine thread)."""
+        return self._registry.in_flight
 
     def _call_engine(self, fn: Callable[[], None]) -> None:
         thread = self._thread
@@ -234,27 +254,99 @@ class EngineClient:
             raise EngineUnavailable("The server is shutting down.")
         thread.call(fn)
 
-    # -- engine-I/O thread callbacks --------------------------------------------------------
+    # -- engine-I/O thread: requests --------------------------------------------------------
+    def _add(self, stream: RequestStream, frames: list, requested: int | None) -> None:
+        registry = self._registry
+        error = (EngineDead(f"The engine core is dead: {self.dead_reason}.")
+                 if self.dead_reason is not None else self._refusal(requested))
+        rank = requested if requested is not None else registry.choose(self._liveness.stalled)
+        if error is not None or rank is None:
+            failure = error or EngineUnavailable("No engine can take the request.")
+            self._to_hub(lambda: stream.fail(failure))
+            return
+        if registry.add(stream, rank):
+            self._liveness.became_busy(rank, time.monotonic())
+        frames[0] = _identity(rank)
+        rid = stream.request_id
+        self._transport.post(frames, lambda error: self._on_add_failed(rid, error))
+        if self._coordinator_address and not self.engines_running:
+            # 0.32: the first request of an idle DP deployment tells the coordinator to start a
+            # wave on every engine (§7.2.4); the 2-byte identity as bin means "wake everyone".
+            self.engines_running = True
+            self._transport.post_coordinator(
+                msgspec.msgpack.encode([_identity(rank), self.current_wave]))
+
+    def _abort(self, request_ids: list[str]) -> None:
+        by_rank: dict[int, list[str]] = {}
+        for rid in request_ids:
+            stream = self._registry.pop(rid)
+            if stream is not None:
+                by_rank.setdefault(stream.engine_rank, []).append(rid)
+        for rank, ids in by_rank.items():
+            self._transport.post(protocol.encode_abort(_identity(rank), ids))
+
+    def _on_add_failed(self, request_id: str, error: Exception) -> None:
+        stream = self._registry.pop(request_id)
+        if stream is not None:
+            failure = EngineUnavailable(f"Could not reach the engine: {error}.")
+            self._to_hub(lambda: stream.fail(failure))
+
+    # -- engine-I/O thread: what the engines send ---------------------------------------------
     def _on_outputs(self, outputs: Any, frames: list) -> None:
-        streams = self._streams
+        registry = self._registry
+        self._heard(outputs.engine_index)
         aux = frames if len(frames) > 1 else None
         batch = []
         for output in outputs.outputs:
             rid = output.request_id
-            stream = streams.get(rid)
+            stream = registry.get(rid)
             if stream is None:
                 continue  # aborted, or a previous worker's request
             batch.append((stream, output, aux))
-            if output.finish_reason is not None and streams.pop(rid, None) is not None:
-                self._outstanding[stream.engine_rank] -= 1
+            if output.finish_reason is not None:
+                registry.pop(rid)
         if batch:
             version = outputs.weight_version
             self._to_hub(lambda: _deliver(batch, version))
         if outputs.scheduler_stats is not None and self._on_stats is not None:
             self._on_stats(outputs.engine_index, outputs.scheduler_stats)
         utility = outputs.utility_output
-        if utility is not None:
+        if utility is not None and self._pings.pop(utility.call_id, None) is None:
             self._to_hub(lambda: self._finish_utility(utility))
+
+    def _heard(self, rank: int) -> None:
+        if self._liveness.heard(rank, time.monotonic()):
+            log.warning("engine %d answers again: taken back", rank)
+
+    def _watch_liveness(self) -> None:
+        """Engine-I/O thread: ping silent engines, end the requests of stalled ones."""
+        liveness = self._liveness
+        tick = min(1.0, liveness.timeout / 10)
+        while True:
+            gevent.sleep(tick)
+            if not self.ready or self.dead_reason is not None:
+                continue
+            to_ping, stalled = liveness.check(time.monotonic(), self._registry.outstanding)
+            for rank in to_ping:
+                call_id = next(self._ping_ids)
+                self._pings[call_id] = rank
+                self._transport.post(protocol.encode_utility(
+                    _identity(rank), self.client_index, call_id, PING_METHOD, []))
+            for rank in stalled:
+                self._on_stalled(rank)
+
+    def _on_stalled(self, rank: int) -> None:
+        streams = self._registry.pop_rank(rank)
+        log.error("engine %d said nothing for %g s: stalled; %d requests in flight on it end "
+                  "with 503, new ones avoid it until it answers", rank, self._liveness.timeout,
+                  len(streams))
+        if not streams:
+            return
+        # Queued in the socket: a stopped engine that resumes drops the work nobody waits for.
+        self._transport.post(protocol.encode_abort(_identity(rank),
+                                                   [s.request_id for s in streams]))
+        error = self._refusal(rank) or EngineStalled(f"Engine {rank} is stalled.")
+        self._to_hub(lambda: _fail(streams, error))
 
     def _finish_utility(self, utility: Any) -> None:
         call = self._utility_calls.get(utility.call_id)
@@ -271,11 +363,12 @@ class EngineClient:
         except Exception:
             log.exception("undecodable registration from engine %d", rank)
             return
+        self._heard(rank)
         self._save_shared_registration(rank, payload)
         self._to_hub(lambda: self._register(rank, registration))
 
     def _register(self, rank: int, registration: Any) -> None:
-        if rank not in self._outstanding:
+        if rank not in self.ranks:
             log.warning("ignoring a registration from unexpected engine rank %d", rank)
             return
         known = self.registrations.get(rank)
@@ -297,28 +390,21 @@ class EngineClient:
             return
         self.dead_reason = reason
         log.error("engine core dead: %s", reason)
-        self._to_hub(lambda: self._fail_all(EngineDead(f"The engine core is dead: {reason}.")))
+        streams = self._registry.pop_all()
+        error = EngineDead(f"The engine core is dead: {reason}.")
+        self._to_hub(lambda: self._fail_all(streams, error))
 
     def _on_coordinator(self, counts: Any, wave: int, running: bool) -> None:
         if counts is not None:
             end = self.engine_start + len(self.ranks)
-            self._load = {rank: list(c) for rank, c in zip(self.ranks,
-                                                           counts[self.engine_start:end])}
+            self._registry.load = {rank: list(c) for rank, c in
+                                   zip(self.ranks, counts[self.engine_start:end])}
         self.current_wave = wave
         self.engines_running = bool(running)
 
-    def _on_add_failed(self, request_id: str, error: Exception) -> None:
-        stream = self._streams.pop(request_id, None)
-        if stream is not None:
-            self._outstanding[stream.engine_rank] -= 1
-            failure = EngineUnavailable(f"Could not reach the engine: {error}.")
-            self._to_hub(lambda: stream.fail(failure))
-
-    def _fail_all(self, error: ApiError) -> None:
-        streams = list(self._streams.values())
-        self._streams.clear()
-        for stream in streams:
-            stream.fail(error)
+    # -- HTTP hub ---------------------------------------------------------------------------
+    def _fail_all(self, streams: list[RequestStream], error: ApiError) -> None:
+        _fail(streams, error)
         for call in list(self._utility_calls.values()):
             call.set_exception(error)
         if self._on_dead_hook is not None:
@@ -361,3 +447,8 @@ def _identity(rank: int) -> bytes:
 def _deliver(batch: list, weight_version: str | None = None) -> None:
     for stream, output, frames in batch:
         stream.deliver(output, frames, weight_version)
+
+
+def _fail(streams: list[RequestStream], error: ApiError) -> None:
+    for stream in streams:
+        stream.fail(error)

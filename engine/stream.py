@@ -51,7 +51,8 @@ class RequestStream:
 
     Attributes:
         request_id: the internal (engine) request id.
-        engine_rank: the DP rank the request was sent to.
+        engine_rank: the DP rank the request was sent to (set by the engine-I/O thread when it
+            registers the request, before any output can arrive; -1 until then).
         finished: True once an output with a finish reason, or an error, was delivered.
         error: the ApiError that ended the stream early (engine death, send failure), if any.
         weight_versions: ``(version, first output token index)`` each time the engines' weight

@@ -5,15 +5,21 @@ registrations in), the output PULL (outputs in), and a monitor on the ROUTER tha
 engine's connection dropping. Decodes every output batch once and gives the pieces to the
 ``EngineClient``'s callbacks, which route them to the HTTP hub.
 
+Every send happens in one place, the sender greenlet (``_send_loop``): ``post`` only queues.
+Callers run inside the thread inbox's watcher callback, where a green socket that had to wait
+would raise instead of switching (a callback may not block), and one loop keeps the order.
+
 Runs on: the engine-I/O thread only (zmq.green sockets belong to the hub that made them).
 """
 from __future__ import annotations
 
 import logging
 import socket
+from collections import deque
 from typing import Any, Callable
 
 import gevent
+import gevent.event
 import zmq
 import msgspec
 import zmq.green as zmq_green
@@ -81,8 +87,10 @@ class Transport:
         self.router.bind(input_address)
         self.pull.bind(output_address)
         self._monitor = self.router.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self._outgoing: deque[tuple[Any, list[bytes], Any]] = deque()
+        self._outgoing_ready = gevent.event.Event()
         self._greenlets = [gevent.spawn(self._recv_outputs), gevent.spawn(self._recv_router),
-                           gevent.spawn(self._watch_connections)]
+                           gevent.spawn(self._watch_connections), gevent.spawn(self._send_loop)]
         self.coordinator = None
         if coordinator_address:
             self.coordinator = self.ctx.socket(zmq.XSUB)
@@ -92,11 +100,39 @@ class Transport:
             self._on_coordinator = on_coordinator
             self._greenlets.append(gevent.spawn(self._recv_coordinator))
 
+    def spawn(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` as one more greenlet of this transport (killed by ``close``)."""
+        self._greenlets.append(gevent.spawn(fn))
+
     # -- sending ------------------------------------------------------------------------------
-    def send(self, frames: list[bytes],
+    def post(self, frames: list[bytes],
              on_failed: Callable[[Exception], None] | None = None) -> None:
-        """Send one multipart message to an engine, retrying while its identity reconnects;
-        ``on_failed`` hears of a message that could not be delivered."""
+        """Queue one multipart message to an engine (never blocks); ``on_failed`` hears, in
+        the sender greenlet, of a message that could not be delivered."""
+        self._outgoing.append((self.router, frames, on_failed))
+        self._outgoing_ready.set()
+
+    def post_coordinator(self, payload: bytes) -> None:
+        """Queue a message to the DP coordinator (0.32's first-request wave notice)."""
+        if self.coordinator is not None:
+            self._outgoing.append((self.coordinator, [payload], None))
+            self._outgoing_ready.set()
+
+    def _send_loop(self) -> None:
+        outgoing, ready = self._outgoing, self._outgoing_ready
+        while True:
+            ready.wait()
+            ready.clear()
+            while outgoing:
+                sock, frames, on_failed = outgoing.popleft()
+                if sock is self.router:
+                    self._send(frames, on_failed)
+                else:
+                    sock.send_multipart(frames)
+
+    def _send(self, frames: list[bytes],
+              on_failed: Callable[[Exception], None] | None = None) -> None:
+        """Send one multipart message to an engine, retrying while its identity reconnects."""
         try:
             # NOTE: copy=True: pyzmq's zero-copy sends hand buffers to a garbage-collector
             # thread that, under gevent's patched threading, raced and failed ("inproc://
@@ -165,11 +201,6 @@ class Transport:
                 log.warning("undecodable DP coordinator message dropped")
                 continue
             self._on_coordinator(counts, wave, running)
-
-    def notify_coordinator(self, payload: bytes) -> None:
-        """Send a message to the DP coordinator (0.32's first-request wave notice)."""
-        if self.coordinator is not None:
-            self.coordinator.send(payload)
 
     def close(self) -> None:
         for greenlet in self._greenlets:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import io
 import logging
 import socket
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import gevent
 import gevent.socket
 
 from errors import ApiError, PayloadTooLarge, ServerError
-from middleware.errors import wsgi_error
+from middleware.errors import http_parts, wsgi_error
 from runtime.request_pool import RequestPool, Skipped
 
 log = logging.getLogger("greenfront.offload")
@@ -102,23 +102,45 @@ class _Captured:
         self.status, self.headers = status, list(headers)
 
 
+def _started_stream(body: Iterable[bytes], start_response: Callable,
+                    captured: _Captured) -> Iterator[bytes]:
+    """The status line waits for the body's first chunk (gunicorn writes the headers with the
+    first chunk anyway): a stream that fails before it (``error_before_start``) is answered
+    with the error's own status and envelope, as a non-streamed request is."""
+    chunks = iter(body)
+    first = next(chunks, None)
+    early = getattr(body, "error_before_start", None)
+    if early is not None:
+        status, headers, payload = http_parts(early)
+        start_response(status, headers)
+        yield payload
+        return
+    start_response(captured.status, captured.headers)
+    if first is not None:
+        yield first
+    yield from chunks
+
+
 class _Finally:
     """The response iterable handed to gunicorn, with a hook run when it is closed."""
 
-    __slots__ = ("_iterable", "_on_close")
+    __slots__ = ("_iterable", "_on_close", "_closing")
 
-    def __init__(self, iterable: Iterable[bytes], on_close: Callable[[], None]) -> None:
+    def __init__(self, iterable: Iterable[bytes], on_close: Callable[[], None],
+                 closing: Any = None) -> None:
         self._iterable = iterable
         self._on_close = on_close
+        self._closing = closing if closing is not None else iterable
 
     def __iter__(self):
         return iter(self._iterable)
 
     def close(self) -> None:
         try:
-            close = getattr(self._iterable, "close", None)
-            if close is not None:
-                close()
+            for part in (self._iterable, self._closing):
+                close = getattr(part, "close", None)
+                if close is not None:
+                    close()
         finally:
             self._on_close()
 
@@ -201,8 +223,8 @@ class OffloadMiddleware:
                 close()
             stop_watching()
             return _client_gone(start_response)
-        start_response(captured.status, captured.headers)
-        return _Finally(result, stop_watching)
+        return _Finally(_started_stream(result, start_response, captured), stop_watching,
+                        closing=result)
 
     def _read_body(self, environ: dict) -> bytes:
         stream = environ["wsgi.input"]

@@ -104,7 +104,7 @@ class WorkerState:
             coordinator_address=cfg.coordinator_address,
             io_threads=cfg.zmq_threads, max_model_len_cap=cfg.max_model_len,
             registration_dir=cfg.run_dir, on_dead=self._on_engine_dead,
-            on_stats=self.metrics.observe_stats)
+            on_stats=self.metrics.observe_stats, stall_timeout=cfg.engine_stall_timeout)
 
     def _watch_registration(self) -> None:
         """HTTP hub: halt the server when the engines do not register in time (as vLLM does)."""

@@ -60,7 +60,14 @@ class _Pump:
 
 
 class StreamingBody:
-    """``text/event-stream`` body: chunks as outputs arrive, then usage and ``[DONE]``."""
+    """``text/event-stream`` body: chunks as outputs arrive, then usage and ``[DONE]``.
+
+    A failure before the first chunk (a stalled or dead engine) yields nothing and leaves the
+    error in ``error_before_start``: the offload driver then answers with its status (503)
+    instead of a 200 stream; after the first chunk it is an error event in the stream.
+    """
+
+    error_before_start: ApiError | None = None
 
     def __init__(self, generation: Generation, state: Any, renderer: Any, cancel: Any,
                  error_event: Callable[[ApiError], bytes],
@@ -79,11 +86,16 @@ class StreamingBody:
         pump.cancel.on_cancel(self._on_cancel)
         frames: list[bytes] = []
         on_delta = lambda index, delta: frames.append(renderer.chunk(index, delta, state))  # noqa: E731
+        started = False
         while not state.all_finished and pump.step(on_delta):
             if frames and not state.all_finished:
+                started = True
                 yield b"".join(frames)
                 frames.clear()
         if pump.error is not None:
+            if not started and not frames:
+                self.error_before_start = pump.error
+                return
             frames.append(self._error_event(pump.error))
             yield b"".join(frames)
             return
