@@ -358,6 +358,22 @@ class Config:
     runtime_lora_allowed_path_prefixes: tuple[str, ...] = setting(
         ("VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES",), names, (),
         "local LoRA adapter paths must be under a listed prefix when set")
+    enable_auto_tool_choice: bool = setting(
+        ("GREENFRONT_ENABLE_AUTO_TOOL_CHOICE",), boolean, False,
+        "vLLM's `--enable-auto-tool-choice`: with a tool call parser, serves `tool_choice` "
+        "`auto`/`required`/named")
+    tool_call_parser: str = setting(
+        ("GREENFRONT_TOOL_CALL_PARSER",), str, "",
+        "vLLM's `--tool-call-parser NAME` (`text/tool_parsers/`); an unknown name or a "
+        "tokenizer without its markers stops the start", shown="none")
+    tool_parser_plugin: str = setting(
+        ("GREENFRONT_TOOL_PARSER_PLUGIN",), str, "",
+        "vLLM's `--tool-parser-plugin`: a Python file that registers a parser class with "
+        "`text.tool_parsers.register_tool_parser`", shown="none")
+    reasoning_parser: str = setting(
+        ("GREENFRONT_REASONING_PARSER",), str, "",
+        "vLLM's `--reasoning-parser NAME` (`text/reasoning/`): `message.reasoning`, "
+        "`delta.reasoning`, reasoning token counts", shown="none")
     bind: str = setting(
         ("GREENFRONT_BIND",), str, "127.0.0.1:8000", "gunicorn bind address")
     log_level: str = setting(

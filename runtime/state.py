@@ -36,6 +36,7 @@ class WorkerState:
         self.model = None
         self.tokenizer = None
         self.chat_template = None
+        self.output_parsers = None
         self.client: EngineClient | None = None
         self._context = None
         self.started_at: float = 0.0
@@ -62,6 +63,7 @@ class WorkerState:
         template = _chat_template_text(cfg.chat_template) or self.model.chat_template
         self.chat_template = (ChatTemplate(template, self.model.special_tokens)
                               if template else None)
+        self.output_parsers = self._load_output_parsers()
         get_pool(cfg)
         self.client = self._make_client()
         self.client.start()
@@ -75,6 +77,25 @@ class WorkerState:
         log.info("worker %d: slot %d, tokenizer backend %s, %d request threads, offload %s",
                  self.pid, cfg.worker_slot, self.tokenizer.backend, cfg.request_threads,
                  "on" if cfg.offload else "off")
+
+    def _load_output_parsers(self):
+        """The configured tool-call and reasoning parsers (checked against the vocabulary, which
+        is only built when a parser is configured); a bad set-up stops the server."""
+        from text.output_parsers import OutputParsers, ParserSetupError, load_output_parsers
+
+        cfg = self.config
+        if not (cfg.enable_auto_tool_choice or cfg.tool_call_parser or cfg.tool_parser_plugin
+                or cfg.reasoning_parser):
+            return OutputParsers()
+        try:
+            return load_output_parsers(
+                enable_auto_tool_choice=cfg.enable_auto_tool_choice,
+                tool_call_parser=cfg.tool_call_parser,
+                tool_parser_plugin=cfg.tool_parser_plugin,
+                reasoning_parser=cfg.reasoning_parser, vocab=self.tokenizer.hf.get_vocab(True))
+        except ParserSetupError as exc:  # vLLM refuses to start the same way
+            log.error("cannot start: %s", exc)
+            _halt_server()
 
     def wait_for_engines(self, heartbeat: Callable[[], None]) -> None:
         """Before the worker accepts connections: wait (bounded by ``accept_wait``) for the
@@ -169,6 +190,7 @@ class WorkerState:
             default_chat_template_kwargs=server_template_kwargs(cfg),
             structured_outputs_backend=cfg.structured_outputs_backend,
             adapters=adapter_lookup(cfg),
+            output_parsers=self.output_parsers,
         )
 
 

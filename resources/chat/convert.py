@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from errors import InvalidRequest
-from resources.chat import types, validate
+from resources.chat import tool_choice, types, validate
+from resources.chat.parsing import ChatParsing
 from resources.common.context import ServingContext
 from resources.common.fields import parse_fields, require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
@@ -55,7 +56,9 @@ def template_kwargs(ctx: ServingContext, f: dict[str, Any]) -> dict[str, Any]:
 
 
 def tool_dicts(tools: list[dict] | None) -> list[dict] | None:
-    """Tools as the template sees them (vLLM passes each tool's model dump)."""
+    """Tools as the template sees them: vLLM's model dump of each tool (``description`` and
+    ``parameters`` always present, ``strict``/``defer_loading`` only when set, unknown keys
+    dropped), so templates render the same prompt."""
     if tools is None:
         return None
     out = []
@@ -64,8 +67,59 @@ def tool_dicts(tools: list[dict] | None) -> list[dict] | None:
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             raise InvalidRequest("Each tool needs a `function` object with a `name`.",
                                  param="tools")
-        out.append({"type": tool.get("type", "function"), "function": function})
+        dumped = {"name": function["name"], "description": function.get("description"),
+                  "parameters": function.get("parameters")}
+        defer = function.get("defer_loading", tool.get("defer_loading"))
+        for key, value in (("strict", function.get("strict")), ("defer_loading", defer)):
+            if value is not None:
+                dumped[key] = value
+        item = {"type": tool.get("type", "function"), "function": dumped}
+        if tool.get("defer_loading") is not None:
+            item["defer_loading"] = tool["defer_loading"]
+        out.append(item)
     return out
+
+
+def chat_parsing(ctx: ServingContext, f: dict[str, Any]) -> ChatParsing | None:
+    """What the output parsers do for this request; None when the server has none. Also
+    applies their request changes to ``f`` (vLLM's ``adjust_request``): marker tokens kept in
+    the text, and "required"/named choices constrained to the calls' JSON schema."""
+    parsers = ctx.output_parsers
+    if not parsers.active:
+        return None
+    choice = f["tool_choice"]
+    named = choice["function"]["name"] if isinstance(choice, dict) else None
+    setup = ChatParsing(
+        parsers=parsers, tools=f["tools"], tool_choice="named" if named else (choice or "none"),
+        named=named, parallel_tool_calls=f["parallel_tool_calls"],
+        include_reasoning=f["include_reasoning"], template_kwargs=template_kwargs(ctx, f),
+        eos_ids=frozenset([ctx.tokenizer.eos_token_id, *ctx.generation_eos_ids]))
+    tool = parsers.tool_parser
+    if tool is not None and f["tools"] and setup.tool_choice != "none":
+        if tool.keep_special_tokens:
+            f["skip_special_tokens"] = False
+        if setup.forced_json:
+            f["structured_outputs"] = {"json": tool_choice.json_schema(
+                f["tools"], named, f["parallel_tool_calls"])}
+            f["response_format"] = None
+    return setup
+
+
+def engine_reasoning(ctx: ServingContext, f: dict[str, Any],
+                     prompt_ids: list[int]) -> tuple[bool | None, dict | None]:
+    """The ADD's ``reasoning_ended`` and ``reasoning_parser_kwargs`` as vLLM 0.32's chat frontend
+    sets them (a structured-output grammar applies once the thought is over): True when the
+    answer leaves the reasoning out; with a reasoning parser, whether the prompt already closed
+    the thought, and the chat template kwargs for the engine's own reasoning parser; otherwise
+    None (the engine decides)."""
+    parser = ctx.output_parsers.reasoning_parser
+    kwargs = {"chat_template_kwargs": template_kwargs(ctx, f)} if parser is not None else None
+    if not f["include_reasoning"]:
+        return True, kwargs
+    if parser is None:
+        return None, None
+    instance = parser(ctx.output_parsers.vocab, kwargs["chat_template_kwargs"])
+    return instance.prompt_ends_reasoning(prompt_ids), kwargs
 
 
 def render_prompt(ctx: ServingContext, f: dict[str, Any]) -> tuple[list[dict], str]:
@@ -110,7 +164,9 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
                      truncation_side=f["truncation_side"],
                      add_special_tokens=f["add_special_tokens"])
     conversation, prompt_text = render_prompt(ctx, f)
+    parsing = chat_parsing(ctx, f)
     ids = tokenize_texts(ctx, [prompt_text], rule)[0]
+    reasoning_ended, reasoning_kwargs = engine_reasoning(ctx, f, ids)
 
     stream = bool(f["stream"])
     include_usage, continuous = usage_flags(f, ctx) if stream else (False, False)
@@ -147,5 +203,5 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
         echo_content=echo_content if isinstance(echo_content, str) else "",
         return_prompt_text=bool(f["return_prompt_text"]),
         prompt_text=prompt_text if f["return_prompt_text"] else None, lora_request=lora,
-        # vLLM: without the reasoning in the answer, a grammar applies from the first token.
-        reasoning_ended=None if f["include_reasoning"] else True)
+        chat_parsing=parsing, reasoning_ended=reasoning_ended,
+        reasoning_parser_kwargs=reasoning_kwargs)

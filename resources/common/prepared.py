@@ -103,6 +103,8 @@ class PreparedRequest:
             first token (``include_reasoning: false``, or a prompt that already closed the
             thought), False waits for the engine's reasoning parser to see the thought end,
             None leaves it to the engine; the kwargs carry the chat template kwargs.
+        chat_parsing: chat only: what the output parsers must do for this request
+            (``resources.chat.parsing.ChatParsing``), or None when no parser is configured.
     """
 
     kind: str
@@ -129,4 +131,5 @@ class PreparedRequest:
     lora_request: LoRARequest | None = None
     reasoning_ended: bool | None = None
     reasoning_parser_kwargs: dict | None = None
+    chat_parsing: Any = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -200,9 +200,9 @@ def _check_extra_args(extra_args: Any) -> None:
 
 def check_engine_side(sp: dict, ctx: ServingContext) -> None:
     """The checks vLLM's engine client runs after building SamplingParams (vocab, logprobs,
-    a thinking budget without a reasoning parser)."""
+    a thinking budget without a reasoning parser: vLLM's ``reasoning_config``)."""
     budget = sp.get("thinking_token_budget")
-    if budget is not None and budget != -1 and not ctx.reasoning_configured:
+    if budget is not None and budget != -1 and ctx.output_parsers.reasoning_parser is None:
         raise InvalidRequest("thinking_token_budget is set but reasoning_config is not "
                              "configured. Please set --reasoning-parser and/or "
                              "--reasoning-config to use thinking_token_budget.")

@@ -44,7 +44,7 @@ class VllmProcess:
     """One ``vllm serve`` process tree (and its log)."""
 
     def __init__(self, args: list[str], log_path: str, *, port: int | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, model: str = MODEL) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}" if port else ""
         self.log_path = log_path
@@ -53,7 +53,7 @@ class VllmProcess:
         for name in ("VLLM_USE_RUST_FRONTEND", "VLLM_RUST_FRONTEND_PATH"):
             if env is None or name not in env:
                 full_env.pop(name, None)
-        self.proc = subprocess.Popen([VLLM, "serve", MODEL] + args, env=full_env,
+        self.proc = subprocess.Popen([VLLM, "serve", model] + args, env=full_env,
                                      stdout=self._log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
 

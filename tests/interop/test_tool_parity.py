@@ -1,0 +1,134 @@
+"""Tool calling and reasoning parity with vLLM 0.32's own Python frontend.
+
+For each parser configuration, vLLM's frontend and greenfront (same flags, same marker-token
+model, each on a greenfront simulator) answer the same scripted model outputs: one call,
+parallel calls, no call, a truncated call, reasoning then a call, and more; content,
+reasoning, tool-call names and argument strings, finish reasons and usage must be equal, both
+non-streamed and streamed (streams compared as accumulated per field; ids only counted).
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.interop.parity import ParityPair
+from tests.interop.peers import requires_peers
+from text.tokenizer import Tokenizer
+
+pytestmark = requires_peers
+
+W = '{"name": "get_weather", "arguments": {"city": "Paris", "unit": "c"}}'
+T = '{"name": "get_time", "arguments": {"zone": "CET"}}'
+WP = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+TP = '{"name": "get_time", "parameters": {"zone": "UTC"}}'
+
+#: parser flags -> (case id, scripted model output, extra request fields)
+CONFIGS: dict[str, tuple[list[str], list[tuple[str, str, dict]]]] = {
+    "hermes+qwen3": (["--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+                      "--reasoning-parser", "qwen3"], [
+        ("one-call", f"</think><tool_call>\n{W}\n</tool_call>", {}),
+        ("content-then-call", f"</think>Let me look.\n<tool_call>\n{W}\n</tool_call>", {}),
+        ("parallel", f"</think><tool_call>\n{W}\n</tool_call>\n<tool_call>\n{T}\n</tool_call>",
+         {}),
+        ("no-call", "</think>It is sunny.", {}),
+        ("truncated", f"</think><tool_call>\n{W}\n</tool_call>", {"max_tokens": 14}),
+        ("reasoning-then-call", f"<think>The user wants weather.</think>\n\n<tool_call>\n{W}"
+                                "\n</tool_call>", {}),
+        ("unfinished-thought", "<think>Still thinking about it", {}),
+        ("call-inside-thought", f"plan <tool_call>{W}</tool_call>", {}),
+        ("bad-json", "</think><tool_call>{\"name\": get_weather}</tool_call>", {}),
+        ("n=2", f"</think><tool_call>\n{W}\n</tool_call>", {"n": 2}),
+        ("parallel-off", f"</think><tool_call>{W}</tool_call><tool_call>{T}</tool_call>",
+         {"parallel_tool_calls": False}),
+        ("tool-choice-none", f"</think><tool_call>{W}</tool_call>", {"tool_choice": "none"}),
+        ("no-reasoning-shown", f"<think>secret</think><tool_call>{W}</tool_call>",
+         {"include_reasoning": False}),
+    ]),
+    "llama3_json+deepseek_r1": (["--enable-auto-tool-choice", "--tool-call-parser",
+                                 "llama3_json", "--reasoning-parser", "deepseek_r1"], [
+        ("one-call", f"</think><|python_tag|>{WP}", {}),
+        ("bare-json", f"</think>{WP}", {}),
+        ("parallel", f"</think>{WP}; {TP}", {}),
+        ("no-call", "</think>It is sunny.", {}),
+        ("truncated", f"</think>{WP}", {"max_tokens": 12}),
+        ("reasoning-then-call", f"<think>Need the weather.</think>{WP}", {}),
+        ("text-then-json", f"</think>Here: {WP}", {}),
+        ("missing-name", '</think>{"parameters": {"a": 1}}', {}),
+    ]),
+    "pythonic": (["--enable-auto-tool-choice", "--tool-call-parser", "pythonic"], [
+        ("one-call", "[get_weather(city='Paris', unit='c')]", {}),
+        ("parallel", "[get_weather(city='Paris'), get_time(zone=\"CET\")]", {}),
+        ("no-call", "It is sunny.", {}),
+        ("truncated", "[get_weather(city='Paris', unit='c')]", {"max_tokens": 7}),
+        ("literals", "[get_weather(city='Paris', opts={'a': [1, 2.5, -3]}, x=true, y=None)]",
+         {}),
+        ("positional", "[get_weather('Paris')]", {}),
+        # pythonic has no xgrammar structural-tag format in vLLM, so "required" and named
+        # choices go through the JSON schema of the calls there too
+        ("required", '[{"name": "get_weather", "parameters": {"city": "Oslo"}}, '
+                     '{"name": "get_time", "parameters": {}}]', {"tool_choice": "required"}),
+        ("required-truncated", '[{"name": "get_weather", "parameters": {"city": "Oslo"}}]',
+         {"tool_choice": "required", "max_tokens": 9}),
+        ("named", '{"city": "Oslo"}', {"tool_choice": {
+            "type": "function", "function": {"name": "get_weather"}}}),
+        ("required-one", '[{"name": "get_time", "parameters": {"zone": "UTC"}}]',
+         {"tool_choice": "required", "parallel_tool_calls": False}),
+    ]),
+    "llama4_pythonic": (["--enable-auto-tool-choice", "--tool-call-parser", "llama4_pythonic"], [
+        ("one-call", "<|python_start|>[get_weather(city='Paris')]<|python_end|>", {}),
+        ("bare", "[get_weather(city='Paris'), get_time()]", {}),
+        ("no-call", "It is sunny.", {}),
+        ("truncated", "<|python_start|>[get_weather(city='Paris')]<|python_end|>",
+         {"max_tokens": 6}),
+    ]),
+    "granite": (["--enable-auto-tool-choice", "--tool-call-parser", "granite"], [
+        ("one-call", f"Sure. <|tool_call|>[{W}]", {}),
+        ("parallel-text-marker", f"<tool_call>[{W}, {T}] after", {}),
+        ("no-call", "It is sunny.", {}),
+        ("truncated", f"<|tool_call|>[{W}]", {"max_tokens": 14}),
+        ("no-arguments", '<|tool_call|>[{"name": "get_time"}]', {}),
+        ("not-an-array", "<|tool_call|>not json", {}),
+        ("brace-in-string", '<|tool_call|>[{"name": "f", "arguments": {"a": "}"}}]', {}),
+    ]),
+    "mistral": (["--enable-auto-tool-choice", "--tool-call-parser", "mistral"], [
+        ("one-call", 'Sure.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}', {}),
+        ("parallel", '[TOOL_CALLS]get_weather[ARGS]{"city":"Paris"}[TOOL_CALLS]get_time[ARGS]{}',
+         {}),
+        ("no-call", "It is sunny.", {}),
+        ("truncated", '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "unit": "c"}',
+         {"max_tokens": 9}),
+        ("brace-form-and-trailing-text", '[TOOL_CALLS]get_weather{"city": "Paris"} trailing',
+         {}),
+        ("think-left-as-content", "[THINK]hmm[/THINK]ok", {}),
+        ("whitespace-before-call", '  [TOOL_CALLS]get_time[ARGS]{"zone": "UTC"}', {}),
+        ("required", '[TOOL_CALLS]get_time[ARGS]{"zone": "UTC"}', {"tool_choice": "required"}),
+    ]),
+}
+CASES = [(config, case) for config, (_, cases) in CONFIGS.items() for case in cases]
+
+
+@pytest.fixture(scope="module")
+def tok(marker_model_dir):
+    return Tokenizer.load(marker_model_dir, backend="hf")
+
+
+@pytest.fixture(scope="module", params=list(CONFIGS))
+def pair(request, marker_model_dir, tmp_path_factory):
+    logs = tmp_path_factory.mktemp(f"parity-{request.param}")
+    p = ParityPair(marker_model_dir, CONFIGS[request.param][0], str(logs)).start()
+    p.config = request.param
+    yield p
+    p.stop()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("index", range(max(len(c) for _, c in CONFIGS.values())))
+def test_same_answers_as_vllm(pair, tok, index, stream):
+    cases = CONFIGS[pair.config][1]
+    if index >= len(cases):
+        pytest.skip("fewer cases for this parser")
+    name, text, extra = cases[index]
+    body = dict(extra)
+    if stream:
+        body.update(stream=True, stream_options={"include_usage": True})
+    theirs, ours = pair.both(tok, text, **body)
+    assert ours == theirs, f"{pair.config} / {name}"
