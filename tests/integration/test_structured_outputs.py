@@ -162,3 +162,24 @@ def test_thinking_token_budget_needs_a_reasoning_parser(auto_server, path):
     assert _adds(auto_server, rid) == []
     unlimited, resp = _post(auto_server, path, {"thinking_token_budget": -1})
     assert resp.status_code == 200, resp.text
+
+
+@pytest.fixture(scope="module")
+def reasoning_server(marker_model_dir):
+    with GreenfrontServer(marker_model_dir, env={"GREENFRONT_REASONING_PARSER": "qwen3"},
+                          sim_args="--output-mode echo --itl-ms 1 --verbose") as srv:
+        yield srv
+
+
+def test_with_a_reasoning_parser_the_engine_learns_when_the_thought_ends(reasoning_server):
+    def note(body: dict) -> str:
+        rid, resp = _post(reasoning_server, "/v1/chat/completions",
+                          {"response_format": {"type": "json_object"}, **body})
+        assert resp.status_code == 200, resp.text
+        assert wait_for(lambda: _adds(reasoning_server, rid))
+        return _adds(reasoning_server, rid)[0]
+    assert "reasoning_ended=False" in note({})  # the grammar waits for </think>
+    assert "reasoning_ended=True" in note({"chat_template_kwargs": {"enable_thinking": False}})
+    assert "reasoning_ended=True" in note({"include_reasoning": False})
+    budget = note({"thinking_token_budget": 5})
+    assert "thinking_token_budget=5" in budget and "reasoning_ended=False" in budget
