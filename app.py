@@ -1,7 +1,8 @@
 """Builds greenfront's WSGI application: ``gunicorn -c gunicorn.conf.py app:api``.
 
 Order: config → worker state → Falcon app (error handlers, auth) → routes → the offload driver
-around it. Routes are listed here, in one place, grouped as vLLM's frontends group them.
+around it → the HTTP metrics around that. Routes are listed here, in one place, grouped as vLLM's
+frontends group them.
 
 Runs on: import time in each gunicorn worker (after fork and gevent's patching).
 """
@@ -14,26 +15,29 @@ import falcon
 from config import Config
 from middleware import errors as error_handlers
 from middleware.auth import AuthMiddleware
+from middleware.http_metrics import HttpMetrics
 from middleware.offload import OffloadMiddleware
 from resources.admin import register_admin_routes
 from resources.chat.resource import ChatCompletionsResource
 from resources.completions.resource import CompletionsResource
 from resources.generate.resource import GenerateResource
-from resources.health import HealthResource, LoadResource, MetricsResource, VersionResource
+from resources.health import (HealthResource, LoadResource, MetricsResource, ReadyResource,
+                              VersionResource)
 from resources.models import ModelsResource
 from resources.tokenize.resource import DetokenizeResource, TokenizeResource
 from runtime.request_pool import get_pool
 from runtime.state import WorkerState
 
 
-def build_api(config: Config, state: WorkerState | None = None) -> OffloadMiddleware:
-    """The WSGI callable: the Falcon app wrapped by the offload driver."""
+def build_api(config: Config, state: WorkerState | None = None) -> HttpMetrics:
+    """The WSGI callable: the Falcon app wrapped by the offload driver and the HTTP metrics."""
     state = state or WorkerState(config)
     app = falcon.App(middleware=[AuthMiddleware(config.api_keys)])
     error_handlers.install(app)
 
     # Health and metadata: answered in the HTTP hub, never queued behind request work.
     app.add_route("/health", HealthResource(state))
+    app.add_route("/ready", ReadyResource(state))
     app.add_route("/version", VersionResource(state))
     app.add_route("/load", LoadResource(state))
     app.add_route("/metrics", MetricsResource(state))
@@ -47,15 +51,24 @@ def build_api(config: Config, state: WorkerState | None = None) -> OffloadMiddle
     # Dev-mode and LoRA routes (utility calls to the engines), each behind its vLLM switch.
     register_admin_routes(app, state, config)
 
-    api = OffloadMiddleware(
+    offload = OffloadMiddleware(
         app,
         pool=lambda: get_pool(config),
         enabled=config.offload,
         max_body_bytes=config.max_body_bytes,
+        client_stall_timeout=config.client_stall_timeout,
         before=state.ensure_started,
     )
+    # Outermost: a request's HTTP metrics cover all of it, a stream until its last byte.
+    api = HttpMetrics(offload, state.metrics, lambda path: _route_template(app, path))
     api.state = state  # for gunicorn's hooks (post_worker_init starts it, worker_exit stops it)
     return api
+
+
+def _route_template(app: falcon.App, path: str) -> str | None:
+    """The route a path matches (vLLM's ``handler`` label), or None."""
+    found = app._router.find(path)  # Falcon's documented router interface (CompiledRouter)
+    return found[3] if found else None
 
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s [%(process)d] [%(name)s] %(message)s")

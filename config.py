@@ -338,16 +338,37 @@ class Config:
         ("GREENFRONT_ENGINE_STALL_LIVENESS_TIMEOUT",), non_negative_float, 300.0,
         "seconds of silence of a stalled engine after which `/health` answers 503, so an "
         "orchestrator restarts the deployment (0: never)")
+    client_stall_timeout: float = setting(
+        ("GREENFRONT_CLIENT_STALL_TIMEOUT",), non_negative_float, 30.0,
+        "seconds a response's write may stay blocked by a client that reads nothing before the "
+        "connection is shut and its engine requests aborted (0: never); see \"Slow and "
+        "stalled clients\"")
     max_body_bytes: int = setting(
         ("GREENFRONT_MAX_BODY_BYTES",), positive_int, 256 * 1024 * 1024,
         "larger request bodies get 413")
+    ready_max_hub_lag: float = setting(
+        ("GREENFRONT_READY_MAX_HUB_LAG",), non_negative_float, 1.0,
+        "seconds of HTTP-hub lag (the largest of the last second) above which `/ready` answers "
+        "503; 0: never")
+    hub_lag_interval: float = setting(
+        ("GREENFRONT_HUB_LAG_INTERVAL",), positive_float, 0.1,
+        "seconds between the hub-lag monitor's samples")
+    metrics_dir: str = setting(
+        ("PROMETHEUS_MULTIPROC_DIR",), str, "",
+        "where every worker writes its metric values, so that any worker's `/metrics` reports "
+        "the whole deployment (prometheus-client's multiprocess mode; a directory you set must "
+        "be emptied between runs)", shown="`<run dir>/prometheus`")
+    metrics_flush_interval: float = setting(
+        ("GREENFRONT_METRICS_FLUSH_INTERVAL",), positive_float, 0.1,
+        "seconds between writes of a thread's gathered metric updates to the shared files (a "
+        "scrape lags the work by at most this)")
     system_fingerprint: str | None = setting(
         ("GREENFRONT_SYSTEM_FINGERPRINT",), fingerprint, "greenfront-0.1.0",
         "`system_fingerprint` in responses (empty: null)", empty_is_value=True)
     api_keys: tuple[str, ...] = setting(
         ("GREENFRONT_API_KEY", "VLLM_API_KEY"), names, (),
-        "comma-separated keys for `Authorization: Bearer`; `/health`, `/metrics` and "
-        "`/version` are exempt", secret=True)
+        "comma-separated keys for `Authorization: Bearer`; `/health`, `/ready`, `/metrics` "
+        "and `/version` are exempt", secret=True)
     server_dev_mode: bool = setting(
         ("VLLM_SERVER_DEV_MODE",), boolean, False,
         "`1` adds the dev routes (`/sleep`, `/wake_up`, `/is_sleeping`, `/pause`, `/resume`, "

@@ -51,6 +51,7 @@ def on_starting(server):
     global _config
     cfg = Config.from_env().with_run_dir()
     os.environ["GREENFRONT_RUN_DIR"] = cfg.run_dir
+    _metrics_dir(server, cfg)
     if cfg.engine_mode == "launched":
         server.log.info("launched by vllm serve: waiting for %d engine(s) on the inherited sockets",
                         cfg.engine_count)
@@ -82,6 +83,22 @@ def on_starting(server):
                         cfg.engine_count, handshake)
 
 
+def _metrics_dir(server, cfg) -> None:
+    """Every worker writes its metrics into one directory (prometheus-client's multiprocess
+    mode), so a scrape answered by any worker reports the whole deployment. Set before any
+    worker imports prometheus-client; ours is emptied at start (counts of a previous run would
+    add up), a directory the user set is theirs to empty (vLLM says so too)."""
+    path = cfg.metrics_dir
+    if path:
+        server.log.warning("PROMETHEUS_MULTIPROC_DIR=%s was set: it must be emptied between runs, "
+                           "or the metrics count the old run too", path)
+    else:
+        path = os.path.join(cfg.run_dir, "prometheus")
+        shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
+
+
 def pre_fork(server, worker):
     used = {getattr(w, "greenfront_slot", None) for w in server.WORKERS.values()}
     # Slots index the engines' INIT address lists, so they stay below the worker count.
@@ -106,6 +123,13 @@ def worker_exit(server, worker):
     state = getattr(getattr(worker, "wsgi", None), "state", None)
     if state is not None:
         state.stop()
+
+
+def child_exit(server, worker):
+    # A dead worker's live-only gauges leave the scrape; its counts stay in the totals.
+    from runtime.metrics.registry import mark_dead
+
+    mark_dead(worker.pid)
 
 
 def on_exit(server):

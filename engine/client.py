@@ -34,6 +34,7 @@ import msgspec
 from engine import protocol
 from engine.liveness import Liveness
 from engine.registry import RequestRegistry
+from engine.request_stats import RequestTiming
 from engine.stream import RequestStream, Waker
 from engine.transport import Transport
 from errors import (ApiError, EngineDead, EngineStalled, EngineUnavailable, InvalidRequest,
@@ -69,7 +70,8 @@ class EngineClient:
                  input_fd: int | None = None, output_fd: int | None = None,
                  coordinator_address: str = "",
                  on_dead: Callable[[str], None] | None = None,
-                 on_stats: Callable[[int, Any], None] | None = None,
+                 on_ready: Callable[[], None] | None = None,
+                 observer: Any = None,
                  stall_timeout: float = 0.0) -> None:
         self.client_index = client_index
         self.ranks = list(range(engine_start, engine_start + engine_count))
@@ -78,7 +80,10 @@ class EngineClient:
         self._cap = max_model_len_cap
         self._registration_dir = registration_dir
         self._on_dead_hook = on_dead
-        self._on_stats = on_stats
+        self._on_ready_hook = on_ready
+        # Engine-I/O thread: ``observer.on_step(outputs, batch)`` sees every step message and
+        # its (stream, output, frames) for live requests before they go to the hub (metrics).
+        self._observer = observer
         self._coordinator_address = coordinator_address
         self.engine_start = engine_start
         # DP coordinator view (§7.2): the current wave, and whether the engines are running one.
@@ -159,8 +164,7 @@ class EngineClient:
 
     def stalled_for(self) -> float:
         """Any thread: seconds the longest-stalled engine has been silent (0: none stalled)."""
-        since = self._liveness.silent_since
-        return time.monotonic() - min(since.values()) if since else 0.0
+        return self._liveness.longest_silence(time.monotonic())
 
     def check_available(self, rank: int | None = None) -> None:
         """Any thread: raise the 503 a request (pinned to ``rank``) gets when the engines cannot
@@ -174,17 +178,7 @@ class EngineClient:
             raise error
 
     def _refusal(self, rank: int | None) -> ApiError | None:
-        stalled = self._liveness.stalled
-        if not stalled or (rank is None and len(stalled) < len(self.ranks)):
-            return None
-        if rank is not None and rank not in stalled:
-            return None
-        silent = self._liveness.silent_since
-        ranks = [rank] if rank is not None else sorted(stalled)
-        since = min(silent.get(r, time.monotonic()) for r in ranks)
-        which = f"engine {ranks[0]}" if len(ranks) == 1 else "every engine"
-        return EngineStalled(f"The engine core is stalled: {which} has not answered for "
-                             f"{time.monotonic() - since:.0f} s; retry later.")
+        return self._liveness.refusal(rank, time.monotonic())
 
     # -- requests (pool thread or HTTP hub) -------------------------------------------------
     def new_request_id(self, external_id: str) -> str:
@@ -205,6 +199,9 @@ class EngineClient:
         self.check_available(requested)
         request.current_wave = self.current_wave
         stream = RequestStream(request.request_id, -1, waker, self.abort)
+        if self._observer is not None:
+            lora = request.lora_request
+            stream.timing = RequestTiming(request.arrival_time, lora.lora_name if lora else None)
         frames = protocol.encode_add(b"", request)
         self._call_engine(lambda: self._add(stream, frames, requested))
         return stream
@@ -305,11 +302,12 @@ class EngineClient:
             batch.append((stream, output, aux))
             if output.finish_reason is not None:
                 registry.pop(rid)
+        if self._observer is not None:
+            # Before the hand-off: the hub reads a request's timing once its last output is in.
+            self._observer.on_step(outputs, batch)
         if batch:
             version = outputs.weight_version
             self._to_hub(lambda: _deliver(batch, version))
-        if outputs.scheduler_stats is not None and self._on_stats is not None:
-            self._on_stats(outputs.engine_index, outputs.scheduler_stats)
         utility = outputs.utility_output
         if utility is not None and self._pings.pop(utility.call_id, None) is None:
             self._to_hub(lambda: self._finish_utility(utility))
@@ -380,6 +378,8 @@ class EngineClient:
             if self._cap:
                 lens.append(self._cap)
             self.max_model_len = min(lens)
+            if not self.ready and self._on_ready_hook is not None:
+                self._on_ready_hook()  # before any request can see ready
             self.ready = True
             self._ready_event.set()
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from errors import EngineStalled
+
 
 @dataclass
 class _Rank:
@@ -96,6 +98,26 @@ class Liveness:
         if newly:
             self._publish()
         return to_ping, newly
+
+    def longest_silence(self, now: float) -> float:
+        """Any thread: seconds the longest-stalled rank has been silent (0: none stalled)."""
+        since = self.silent_since
+        return now - min(since.values()) if since else 0.0
+
+    def refusal(self, rank: int | None, now: float) -> EngineStalled | None:
+        """Any thread: the 503 for a request pinned to ``rank`` (or to any rank: None), or None
+        while it can be served."""
+        stalled = self.stalled
+        if not stalled or (rank is None and len(stalled) < len(self._ranks)):
+            return None
+        if rank is not None and rank not in stalled:
+            return None
+        silent = self.silent_since
+        ranks = [rank] if rank is not None else sorted(stalled)
+        since = min(silent.get(r, now) for r in ranks)
+        which = f"engine {ranks[0]}" if len(ranks) == 1 else "every engine"
+        return EngineStalled(f"The engine core is stalled: {which} has not answered for "
+                             f"{now - since:.0f} s; retry later.")
 
     def _publish(self) -> None:
         stalled = {rank: s.last_heard for rank, s in self._ranks.items() if s.stalled}

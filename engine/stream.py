@@ -58,10 +58,11 @@ class RequestStream:
         weight_versions: ``(version, first output token index)`` each time the engines' weight
             version changed between steps that brought tokens (vLLM's output weight-version
             spans; /inference/v1/generate reports them).
+        timing: the ``RequestTiming`` the engine-I/O thread fills for the metrics, or None.
     """
 
-    __slots__ = ("request_id", "engine_rank", "finished", "error", "weight_versions",
-                 "_tokens_seen", "_outputs", "_waker", "_abort")
+    __slots__ = ("request_id", "engine_rank", "finished", "error", "weight_versions", "timing",
+                 "_tokens_seen", "_outputs", "_waker", "_abort", "_merge_at")
 
     def __init__(self, request_id: str, engine_rank: int, waker: Waker,
                  abort: Callable[[list[str]], None]) -> None:
@@ -70,10 +71,13 @@ class RequestStream:
         self.finished = False
         self.error: ApiError | None = None
         self.weight_versions: list[tuple[str, int]] = []
+        #: The request's metric timing (``engine.request_stats``), when metrics are recorded.
+        self.timing: Any = None
         self._tokens_seen = 0
         self._outputs: deque[Any] = deque()
         self._waker = waker
         self._abort = abort
+        self._merge_at = _MERGE_AT
 
     # -- HTTP hub: called by the engine client's dispatch ------------------------------------
     def deliver(self, output: Any, frames: list | None = None,
@@ -87,7 +91,17 @@ class RequestStream:
             if weight_version is not None and (not spans or spans[-1][0] != weight_version):
                 spans.append((weight_version, self._tokens_seen))
             self._tokens_seen += new_tokens
-        self._outputs.append((output, frames))
+        outputs = self._outputs
+        outputs.append((output, frames))
+        if len(outputs) >= self._merge_at:
+            # A response that does not take its outputs (its client reads nothing, its write
+            # blocks) keeps one merged output per run of plain steps, not one per step; the
+            # next merge waits until the queue doubled, so outputs that cannot merge cost
+            # amortized O(1).
+            merged = _coalesce(list(outputs))
+            outputs.clear()
+            outputs.extend(merged)
+            self._merge_at = max(_MERGE_AT, 2 * len(merged))
         if output.finish_reason is not None:
             self.finished = True
         self._waker.wake()
@@ -114,6 +128,9 @@ class RequestStream:
             self.finished = True
             self._abort([self.request_id])
 
+
+#: Queued outputs of one stream at which runs of plain ones are merged (see ``deliver``).
+_MERGE_AT = 64
 
 #: Fields a step output may carry beyond its tokens; one that carries any is never merged.
 _EXTRAS = ("new_logprobs", "new_prompt_logprobs_tensors", "pooling_output", "events",

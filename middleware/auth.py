@@ -1,5 +1,6 @@
 """API-key check (``Authorization: Bearer <key>``) when keys are configured; ``EXEMPT_PATHS``
-(/health, /metrics, /version) answer without one.
+(/health, /ready, /metrics, /version) answer without one: vLLM guards only its /v1, /v2,
+/inference and /cohere paths.
 
 Runs on: the HTTP hub or a pool thread (whichever runs the Falcon call).
 """
@@ -11,7 +12,7 @@ import falcon
 
 from errors import Unauthorized
 
-EXEMPT_PATHS = frozenset({"/health", "/metrics", "/version"})
+EXEMPT_PATHS = frozenset({"/health", "/ready", "/metrics", "/version"})
 
 
 class AuthMiddleware:

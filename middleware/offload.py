@@ -23,6 +23,7 @@ import gevent.socket
 
 from errors import ApiError, PayloadTooLarge, ServerError
 from middleware.errors import http_parts, wsgi_error
+from middleware.slow_clients import WriteWatch, bound_send_buffer
 from runtime.request_pool import RequestPool, Skipped
 
 log = logging.getLogger("greenfront.offload")
@@ -121,7 +122,7 @@ def _started_stream(body: Iterable[bytes], start_response: Callable,
     yield from chunks
 
 
-class _Finally:
+class Closing:
     """The response iterable handed to gunicorn, with a hook run when it is closed."""
 
     __slots__ = ("_iterable", "_on_close", "_closing")
@@ -136,8 +137,10 @@ class _Finally:
         return iter(self._iterable)
 
     def close(self) -> None:
+        parts = (self._iterable,) if self._closing is self._iterable else (
+            self._iterable, self._closing)
         try:
-            for part in (self._iterable, self._closing):
+            for part in parts:  # each closed once
                 close = getattr(part, "close", None)
                 if close is not None:
                     close()
@@ -153,10 +156,14 @@ class OffloadMiddleware:
         pool: returns the request pool (made lazily, after fork).
         enabled: False runs offloaded paths inline (GREENFRONT_OFFLOAD=0).
         max_body_bytes: larger bodies get 413.
+        client_stall_timeout: a response whose client reads nothing for this long is aborted
+            (``middleware.slow_clients``; 0: never).
     """
 
     def __init__(self, app: Callable, *, pool: Callable[[], RequestPool], enabled: bool,
-                 max_body_bytes: int, before: Callable[[], None] | None = None) -> None:
+                 max_body_bytes: int, before: Callable[[], None] | None = None,
+                 client_stall_timeout: float = 0.0) -> None:
+        self._watch = WriteWatch(client_stall_timeout)
         self._app = app
         self._pool = pool
         self._enabled = enabled
@@ -216,15 +223,18 @@ class OffloadMiddleware:
             if cancel.cancelled:
                 return _client_gone(start_response)
             start_response(status, headers)
-            return [payload]
+            return self._watch.watched([payload], environ.get("gunicorn.socket"))
         if cancel.cancelled:
             close = getattr(result, "close", None)
             if close is not None:
                 close()
             stop_watching()
             return _client_gone(start_response)
-        return _Finally(_started_stream(result, start_response, captured), stop_watching,
-                        closing=result)
+        sock = environ.get("gunicorn.socket")
+        bound_send_buffer(sock)
+        body = _started_stream(result, start_response, captured)
+        return Closing(self._watch.watched(body, sock),
+                       stop_watching, closing=result)
 
     def _read_body(self, environ: dict) -> bytes:
         stream = environ["wsgi.input"]

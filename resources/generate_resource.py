@@ -59,7 +59,10 @@ class GenerationResource:
             resp.data = b""
             return
         output_state = type(self).output_state(prepared, ctx, generation)
-        on_finished = self._count_finished
+        metrics = state.metrics
+
+        def on_finished(output_state: RequestState) -> None:  # HTTP hub
+            metrics.record_finished(prepared, generation.streams, output_state.choices)
         if prepared.stream:
             renderer = type(self).stream_renderer(prepared, ctx)
             resp.content_type = SSE
@@ -70,11 +73,6 @@ class GenerationResource:
             resp.content_type = falcon.MEDIA_JSON
             resp.stream = DeferredBody(generation, output_state,
                                        lambda st: render(prepared, st), on_finished)
-
-    def _count_finished(self, output_state: RequestState) -> None:
-        self._state.metrics.observe_finished(
-            output_state.prompt_tokens(), output_state.completion_tokens(),
-            [choice.finish_reason for choice in output_state.choices])
 
 
 def _log_request(prepared: Any) -> None:

@@ -21,7 +21,9 @@ import gevent
 from config import Config
 from engine.client import EngineClient
 from engine.transport import endpoint_for_fd
+from runtime.hub_lag import HubLagMonitor
 from runtime.metrics import Metrics
+from runtime.readiness import Readiness
 from runtime.request_pool import get_pool, shutdown_pool
 
 log = logging.getLogger("greenfront.state")
@@ -40,7 +42,11 @@ class WorkerState:
         self.client: EngineClient | None = None
         self._context = None
         self.started_at: float = 0.0
-        self.metrics = Metrics(config.model_names[0])
+        self.metrics = Metrics(config.model_names[0], config.metrics_flush_interval)
+        self.hub_lag = HubLagMonitor(config.hub_lag_interval, self.metrics.observe_hub_lag)
+        #: What /ready answers from; the shutdown path and the stall detector feed it.
+        self.readiness = Readiness(config.ready_max_hub_lag, engines=lambda: self.client,
+                                   hub_lag=self.hub_lag.recent)
 
     # -- lifecycle --------------------------------------------------------------------------
     def ensure_started(self) -> None:
@@ -68,6 +74,8 @@ class WorkerState:
         self.client = self._make_client()
         self.client.start()
         gevent.spawn(self._watch_registration)
+        self.hub_lag.start()
+        self.metrics.start_flushing()
         if cfg.log_stats:
             gevent.spawn(self.metrics.log_periodically, cfg.log_stats_interval)
         # PERF: a full collection walked the ~40k objects of the tokenizer, templates and app
@@ -125,7 +133,15 @@ class WorkerState:
             coordinator_address=cfg.coordinator_address,
             io_threads=cfg.zmq_threads, max_model_len_cap=cfg.max_model_len,
             registration_dir=cfg.run_dir, on_dead=self._on_engine_dead,
-            on_stats=self.metrics.observe_stats, stall_timeout=cfg.engine_stall_timeout)
+            on_ready=self._on_engines_ready, observer=self.metrics,
+            stall_timeout=cfg.engine_stall_timeout)
+
+    def _on_engines_ready(self) -> None:
+        """HTTP hub: every engine registered (before any request can be served)."""
+        try:
+            self.metrics.start(dict(self.client.registrations), self.client.max_model_len)
+        except Exception:  # metrics must never keep the worker from serving
+            log.exception("could not set up the vLLM metric families")
 
     def _watch_registration(self) -> None:
         """HTTP hub: halt the server when the engines do not register in time (as vLLM does)."""
@@ -147,6 +163,9 @@ class WorkerState:
 
     def stop(self) -> None:
         """Non-blocking shutdown: engine thread and pool are told to end, not waited for."""
+        self.readiness.set_draining()
+        self.hub_lag.stop()
+        self.metrics.stop()
         if self.client is not None:
             self.client.stop()
         shutdown_pool()

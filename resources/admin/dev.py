@@ -123,6 +123,7 @@ class SleepResource(_Resource):
         mode = q.get("mode", v_literal(*PAUSE_MODES), "abort")
         q.check()
         call_all(self._client(), "sleep", [level, mode], timeout=NO_TIMEOUT)
+        self._state.metrics.record_sleep_state(sleeping=True, level=level)
         reply_json(resp, {"status": "sleeping", "level": level})
 
 
@@ -138,6 +139,8 @@ class WakeUpResource(_Resource):
         tags: list[str] | None = Query(req).get_list("tags") or None
         results = call_all(self._client(), "wake_up", [tags], timeout=NO_TIMEOUT)
         fully_awake = all(results)
+        if fully_awake:
+            self._state.metrics.record_sleep_state(sleeping=False)
         reply_json(resp, {"status": "awake" if fully_awake else "sleeping", "tags": tags})
 
 

@@ -84,6 +84,9 @@ class GreenfrontServer:
         try:
             wait_for_health(self.url, self.proc, self.log, "greenfront", timeout,
                             any_answer=not wait_healthy)
+            # The answer must come from our master, not from a process that held the port first.
+            if not wait_for(lambda: f"Listening at: {self.url}" in self.log(), timeout=10):
+                raise RuntimeError(f"another process answers on {self.url}:\n{self.log()}")
         except RuntimeError:
             self.stop()
             raise

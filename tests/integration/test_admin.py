@@ -75,10 +75,14 @@ def test_sleep_and_wake_up_reach_every_engine(dev_server):
     assert r.status_code == 200 and r.json() == {"status": "sleeping", "level": 1}
     assert requests.get(url + "/is_sleeping", headers=AUTH, timeout=10).json() == \
         {"is_sleeping": True}
+    assert _sleep_state(url) == {("0", "awake"): 0, ("0", "weights_offloaded"): 1,
+                                 ("0", "discard_all"): 0, ("1", "awake"): 0,
+                                 ("1", "weights_offloaded"): 1, ("1", "discard_all"): 0}
     r = requests.post(url + "/wake_up", headers=AUTH, timeout=10)
     assert r.status_code == 200 and r.json() == {"status": "awake", "tags": None}
     assert requests.get(url + "/is_sleeping", headers=AUTH, timeout=10).json() == \
         {"is_sleeping": False}
+    assert _sleep_state(url)[("1", "awake")] == 1
     r = requests.post(url + "/wake_up?tags=weights&tags=kv_cache", headers=AUTH, timeout=10)
     assert r.json() == {"status": "awake", "tags": ["weights", "kv_cache"]}
     assert _eventually(lambda: sorted(_utility_calls(dev_server, "sleep")) ==
@@ -87,6 +91,16 @@ def test_sleep_and_wake_up_reach_every_engine(dev_server):
     bad = requests.post(url + "/sleep?level=3&mode=nap", headers=AUTH, timeout=10)
     assert bad.status_code == 400
     assert "2 validation errors" in bad.json()["error"]["message"]
+
+
+def _sleep_state(url: str) -> dict:
+    """vllm:engine_sleep_state by (engine, sleep_state), from /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = requests.get(url + "/metrics", timeout=10).text
+    return {(s.labels["engine"], s.labels["sleep_state"]): s.value
+            for f in text_string_to_metric_families(text) if f.name == "vllm:engine_sleep_state"
+            for s in f.samples}
 
 
 def test_reset_caches(dev_server):

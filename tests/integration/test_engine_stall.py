@@ -28,6 +28,7 @@ class _Stream:
         self.chunks = 0
         self.error: dict | None = None
         self.done = False
+        self.finish_reason: str | None = None
         self.status: int | None = None
         self.ended_at: float | None = None
         body = {"model": "tiny", "prompt": "a b c", "max_tokens": max_tokens, "stream": True,
@@ -50,6 +51,9 @@ class _Stream:
                             self.error = event["error"]
                         else:
                             self.chunks += 1
+                            for choice in event.get("choices", []):
+                                self.finish_reason = choice.get("finish_reason") or \
+                                    self.finish_reason
         finally:
             self.ended_at = time.monotonic()
 
@@ -146,7 +150,7 @@ def test_dp_only_the_stalled_rank_is_avoided_and_liveness_fails_later(make_serve
         # rank 0's run to the end.
         assert failed and finished
         assert {s.error["code"] for s in failed} == {503}
-        assert all(s.done and s.chunks >= 250 for s in finished)
+        assert all(s.done and s.finish_reason == "length" for s in finished)
         # New requests go to rank 0; pinned to rank 1 they get 503; readiness holds.
         assert all(_complete(srv.url).status_code == 200 for _ in range(4))
         pinned = _complete(srv.url, {"X-data-parallel-rank": "1"})

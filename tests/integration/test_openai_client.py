@@ -100,8 +100,14 @@ def test_chat_ends_on_eos(client):
 
 def test_metrics_count_requests_and_show_engine_stats(client, server):
     import requests
+    from tests.integration.harness import wait_for
+
     client.completions.create(model="tiny", prompt="Hello world", max_tokens=2, temperature=0)
+    # vLLM's labels; counts reach the scrape within GREENFRONT_METRICS_FLUSH_INTERVAL.
+    success = 'vllm:request_success_total{engine="0",finished_reason="length",model_name="tiny"}'
+    assert wait_for(lambda: success + " 0.0" not in requests.get(
+        server.url + "/metrics", timeout=10).text)
     text = requests.get(server.url + "/metrics", timeout=10).text
-    assert 'vllm:request_success_total{finished_reason="length",model_name="tiny"}' in text
+    assert success in text
     assert 'vllm:num_requests_running{engine="0",model_name="tiny"}' in text
     assert "vllm:generation_tokens_total" in text

@@ -5,10 +5,12 @@ Uses the venv and tiny model that ``interop/setup.sh`` installs under ``$PEERS``
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+from typing import Iterator
 
 import pytest
 
@@ -83,11 +85,14 @@ class VllmProcess:
         self._log.close()
 
 
-def serve_with_greenfront(log_path: str, extra: list[str] | None = None) -> VllmProcess:
-    """``vllm serve`` with greenfront as its frontend (VLLM_USE_RUST_FRONTEND=1)."""
+def serve_with_greenfront(log_path: str, extra: list[str] | None = None,
+                          env: dict[str, str] | None = None) -> VllmProcess:
+    """``vllm serve`` with greenfront as its frontend (VLLM_USE_RUST_FRONTEND=1); ``env`` adds
+    settings greenfront reads."""
     port = free_port()
     return VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []), log_path, port=port,
-                       env={"VLLM_USE_RUST_FRONTEND": "1", "VLLM_RUST_FRONTEND_PATH": GREENFRONT})
+                       env={"VLLM_USE_RUST_FRONTEND": "1", "VLLM_RUST_FRONTEND_PATH": GREENFRONT,
+                            **(env or {})})
 
 
 def serve_with_python_frontend(log_path: str, extra: list[str] | None = None) -> VllmProcess:
@@ -96,43 +101,29 @@ def serve_with_python_frontend(log_path: str, extra: list[str] | None = None) ->
     return VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []), log_path, port=port)
 
 
-class FrontendOnSimulator:
-    """vLLM's own Python frontend (no local engine: ``--data-parallel-size-local 0``) serving
-    from greenfront's simulator, which joins its handshake as ``vllm serve --headless`` would."""
-
-    def __init__(self, log_dir: str, extra: list[str] | None = None,
-                 sim_args: list[str] | None = None) -> None:
-        port, rpc_port = free_port(), free_port()
-        self.frontend = VllmProcess(["--port", str(port)] + SERVE_ARGS + [
-            "--disable-log-stats", "--data-parallel-size", "1", "--data-parallel-size-local",
-            "0", "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port",
-            str(rpc_port)] + (extra or []), os.path.join(log_dir, "frontend.log"), port=port)
-        self.sim_log = os.path.join(log_dir, "sim.log")
-        self.engine = subprocess.Popen(
-            [sys.executable, "-m", "engine.sim", "--handshake", f"tcp://127.0.0.1:{rpc_port}",
-             "--max-model-len", "2048"] + (sim_args or ["--output-mode", "echo"]),
-            cwd=ROOT, stdout=open(self.sim_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
-        self.url = self.frontend.url
-
-    def wait_healthy(self) -> "FrontendOnSimulator":
-        try:
-            self.frontend.wait_healthy()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def engine_log(self) -> str:
-        with open(self.sim_log, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def stop(self) -> None:
-        self.frontend.kill()
-        try:
-            os.killpg(self.engine.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.engine.wait()
+@contextlib.contextmanager
+def vllm_frontend_on_simulator(logs: str, extra: list[str] | None = None,
+                               timeout: float = 300.0,
+                               sim_args: list[str] | None = None) -> Iterator[VllmProcess]:
+    """vLLM's own Python frontend with no local engine (``--data-parallel-size-local 0``): it
+    binds the handshake ROUTER and greenfront's simulator joins it as ``vllm serve --headless``
+    would (its log: ``logs/sim.log``). Both are killed on exit."""
+    port, rpc_port = free_port(), free_port()
+    frontend = VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []) + [
+        "--data-parallel-size", "1", "--data-parallel-size-local", "0",
+        "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(rpc_port)],
+        os.path.join(logs, "frontend.log"), port=port)
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "engine.sim", "--handshake", f"tcp://127.0.0.1:{rpc_port}",
+         "--max-model-len", "2048"] + (sim_args or ["--output-mode", "echo"]),
+        cwd=ROOT, stdout=open(os.path.join(logs, "sim.log"), "wb"), stderr=subprocess.STDOUT,
+        start_new_session=True)
+    try:
+        yield frontend.wait_healthy(timeout)
+    finally:
+        frontend.kill()
+        os.killpg(engine.pid, signal.SIGKILL)
+        engine.wait()
 
 
 def descendants(pid: int) -> set[int]:

@@ -8,18 +8,17 @@ from __future__ import annotations
 import openai
 import pytest
 
-from tests.interop.peers import FrontendOnSimulator, requires_peers
+from tests.interop.peers import requires_peers
+from tests.interop.peers import vllm_frontend_on_simulator as on_simulator
 
 pytestmark = requires_peers
 
 
 @pytest.fixture(scope="module")
 def vllm_frontend_on_simulator(tmp_path_factory):
-    peer = FrontendOnSimulator(str(tmp_path_factory.mktemp("vllm-on-sim")))
-    try:
-        yield peer.wait_healthy()
-    finally:
-        peer.stop()
+    logs = str(tmp_path_factory.mktemp("vllm-on-sim"))
+    with on_simulator(logs, ["--disable-log-stats"]) as frontend:
+        yield frontend
 
 
 def test_vllm_python_frontend_completes_from_the_simulator(vllm_frontend_on_simulator):

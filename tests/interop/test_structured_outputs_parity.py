@@ -5,6 +5,7 @@ and constraint kind in the engine request (the simulator's --verbose log)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import uuid
 
@@ -12,7 +13,7 @@ import pytest
 import requests
 
 from tests.integration.harness import GreenfrontServer, wait_for
-from tests.interop.peers import FrontendOnSimulator, requires_peers
+from tests.interop.peers import requires_peers, vllm_frontend_on_simulator
 
 pytestmark = requires_peers
 SIM = ["--output-mode", "echo", "--itl-ms", "1", "--verbose"]
@@ -20,13 +21,12 @@ SIM = ["--output-mode", "echo", "--itl-ms", "1", "--verbose"]
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory, model_dir):
-    peer = FrontendOnSimulator(str(tmp_path_factory.mktemp("so-parity")), sim_args=SIM)
-    try:
-        with GreenfrontServer(model_dir, sim_args=" ".join(SIM)) as ours:
-            peer.wait_healthy()
+    logs = str(tmp_path_factory.mktemp("so-parity"))
+    with GreenfrontServer(model_dir, sim_args=" ".join(SIM)) as ours:
+        with vllm_frontend_on_simulator(logs, ["--disable-log-stats"], sim_args=SIM) as peer:
+            peer.engine_log = lambda: open(os.path.join(logs, "sim.log"), "rb").read().decode(
+                errors="replace")
             yield peer, ours
-    finally:
-        peer.stop()
 
 
 def _chat(url: str, body: dict) -> tuple[str, requests.Response]:

@@ -51,6 +51,8 @@ def _on_engine_thread(client: EngineClient, fn):
 
 
 def _wait(predicate, timeout: float = 30.0) -> bool:
+    """harness.wait_for, but sleeping in gevent: outputs reach the streams only while this
+    thread's hub runs (the test process is not monkey-patched)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -63,8 +65,13 @@ def _wait(predicate, timeout: float = 30.0) -> bool:
 def client(tmp_path):
     inputs, outputs = f"ipc://{tmp_path}/in", f"ipc://{tmp_path}/out"
     stats: dict[int, object] = {}
+
+    class LatestStats:  # the engine client's observer: each engine's last scheduler stats
+        def on_step(self, outputs, batch):
+            if outputs.scheduler_stats is not None:
+                stats[outputs.engine_index] = outputs.scheduler_stats
     client = EngineClient(input_address=inputs, output_address=outputs, client_index=0,
-                          engine_count=2, on_stats=lambda rank, s: stats.__setitem__(rank, s))
+                          engine_count=2, observer=LatestStats())
     client.start()
     sims = [subprocess.Popen(
         [sys.executable, "-m", "engine.sim", "--input", inputs, "--output", outputs,

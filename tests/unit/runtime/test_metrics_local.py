@@ -1,0 +1,51 @@
+"""Batched metric updates scrape exactly as direct prometheus-client updates do."""
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, Summary, generate_latest
+
+from runtime.metrics.families import one_two_five
+from runtime.metrics.local import Batch
+
+VALUES = [0.0, 0.01, 0.0101, 0.3, 0.3, 2.0, 7.5, 1e9]
+
+
+def _scrape(registry) -> list[bytes]:
+    # The `_created` samples differ (the metrics were made at different times).
+    return [line for line in generate_latest(registry).splitlines() if b"_created" not in line]
+
+
+def _pair(kind, **kwargs):
+    direct, batched = CollectorRegistry(), CollectorRegistry()
+    return (kind("m", "help", ["a"], registry=direct, **kwargs),
+            kind("m", "help", ["a"], registry=batched, **kwargs), direct, batched)
+
+
+def test_batched_histograms_counters_and_summaries_scrape_like_direct_updates():
+    batch = Batch()
+    for kind, kwargs in ((Histogram, {"buckets": (0.01, 0.3, 1.0, 7.5)}), (Summary, {})):
+        direct, batched, reg_direct, reg_batched = _pair(kind, **kwargs)
+        local = batch.histogram(batched.labels("x"))
+        for value in VALUES:
+            direct.labels("x").observe(value)
+            local.observe(value)
+        assert _scrape(reg_batched) != _scrape(reg_direct)  # nothing written yet
+        assert batch.flush() == 1
+        assert _scrape(reg_batched) == _scrape(reg_direct)
+        for value in VALUES[:3]:  # a second round adds to the first
+            direct.labels("x").observe(value)
+            local.observe(value)
+        batch.flush()
+        assert _scrape(reg_batched) == _scrape(reg_direct)
+    direct, batched, reg_direct, reg_batched = _pair(Counter)
+    local = batch.counter(batched.labels("x"))
+    for amount in (1, 5, 0, 2.5):
+        direct.labels("x").inc(amount)
+        local.inc(amount)
+    assert batch.flush() == 1
+    assert batch.flush() == 0
+    assert _scrape(reg_batched) == _scrape(reg_direct)
+
+
+def test_token_buckets_follow_vllms_one_two_five_series():
+    assert one_two_five(2048) == (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000)
+    assert one_two_five(100) == (1, 2, 5, 10, 20, 50, 100)
