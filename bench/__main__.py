@@ -13,6 +13,8 @@ Owns the command line and the plan: which deployments run which scenarios, in wh
   for the streaming "added latency" figures to mean anything.
 
 ``--quick`` (~1-2 min) and ``--smoke`` (~30-60 s, for the test suite) shorten every phase.
+``--soak [--duration S]``: instead, ``bench.soak``'s mixed load against one default deployment
+(10 minutes by default), reporting RSS, errors, requests left in the engine and ``/health``.
 Progress goes to stderr, one line per phase; the report to stdout and
 ``bench/results/<timestamp>/``.
 
@@ -25,6 +27,7 @@ import contextlib
 import dataclasses
 import datetime
 import hashlib
+import json
 import os
 import platform
 import subprocess
@@ -34,7 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench import report
+from bench import report, soak
 from bench.deploy import (
     DEFAULT_MODEL_DIR,
     MARKER_MODEL_DIR,
@@ -186,6 +189,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     speed.add_argument("--quick", action="store_true",
                        help="short phases, 1 worker only (~1-2 minutes)")
     speed.add_argument("--smoke", action="store_true", help="tiny phases (test suite smoke run)")
+    speed.add_argument("--soak", action="store_true",
+                       help="mixed load against one deployment for --duration (bench.soak)")
+    p.add_argument("--duration", type=float, default=600.0, metavar="S",
+                   help="--soak: seconds of load (default 600; the warm-up is a tenth of it)")
+    p.add_argument("--soak-clients", type=int, default=32, metavar="N",
+                   help="--soak: closed-loop clients (default 32)")
     p.add_argument("--scenarios", default=None,
                    help=f"comma-separated subset of {','.join(SCENARIOS)} (default: all; "
                         f"--smoke: all but {TOOLS_SCENARIO}, which needs its own deployment)")
@@ -245,8 +254,36 @@ def _limits(args: argparse.Namespace) -> list[tuple[str, int]]:
     return [(b, t) for b in backends for t in threads]
 
 
+def _soak(args: argparse.Namespace, argv: list[str]) -> int:
+    """One default deployment (1 worker, fastokens, offload) under ``bench.soak``'s load."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_dir = os.path.join(args.out, f"{stamp}-soak")
+    os.makedirs(out_dir, exist_ok=True)
+    meta = {"command": "python -m bench " + " ".join(argv), "commit": _commit(),
+            "machine": _machine(), "busy": _busy_processes()}
+    sim = SimProfile(ttft_ms=5.0, itl_ms=5.0)
+    deployment = GreenfrontDeployment(
+        "soak", workers=args.workers[0], sim_args=sim.args, server_cpus=parse_cpus(
+            args.server_cpus), client_cpus=parse_cpus(args.client_cpus), log_dir=out_dir,
+        model_dir=args.model_dir)
+    with deployment as endpoint:
+        result = soak.run_soak(endpoint, args.duration, args.duration / 10, args.soak_clients,
+                               progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    result["meta"] = meta
+    with open(os.path.join(out_dir, "soak.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    markdown = soak.report(result, meta)
+    with open(os.path.join(out_dir, "report.md"), "w") as f:
+        f.write(markdown)
+    print(markdown)
+    print(f"report and JSON: {out_dir}", file=sys.stderr)
+    return 1 if result["errors"] or result["left_in_engine"] else 0
+
+
 def main(argv: list[str]) -> int:
     args = _parse(argv)
+    if args.soak:
+        return _soak(args, argv)
     timing = {"full": FULL, "quick": QUICK, "smoke": SMOKE}[args.mode]
     if args.long_concurrency:
         timing = dataclasses.replace(timing, long_concurrency=args.long_concurrency)

@@ -15,7 +15,7 @@ from typing import Any
 
 from errors import InvalidRequest
 from resources.common.context import ServingContext
-from resources.common.fields import INVALID, add_error
+from resources.common.fields import INVALID, add_error, described
 from resources.common.sampling_rules import (check_logprob_counts, check_thinking_token_budget,
                                              refuse_unimplemented)
 from resources.common.structured_outputs import check_structural_tags
@@ -83,7 +83,7 @@ def _alternative_errors(name: str, role: str | None, rules: tuple, message: dict
     return errors
 
 
-def v_message(value: Any, loc: tuple, errors: list) -> Any:
+def _v_message(value: Any, loc: tuple, errors: list) -> Any:
     """One chat message: accepted when any member of vLLM's union accepts it; otherwise every
     member's errors, as pydantic reports a failed union."""
     if not isinstance(value, dict):
@@ -107,6 +107,9 @@ def v_message(value: Any, loc: tuple, errors: list) -> Any:
                   "Input should be a valid list", value.get("content"))
     errors.extend(collected)
     return INVALID
+
+
+v_message = described(_v_message, "message", roles=tuple(r for _, r, _ in _UNION if r))
 
 
 def _check_tools_raw(body: dict) -> None:

@@ -29,6 +29,14 @@ MISSING = object()
 
 Validator = Callable[[Any, tuple, list], Any]
 
+
+def described(check: Validator, kind: str, **params: Any) -> Validator:
+    """Attach what ``check`` accepts as ``check.spec = (kind, params)``: plain data that tools
+    (the property-based tests) read to generate inputs from the same tables; never used to
+    validate."""
+    check.spec = (kind, params)  # type: ignore[attr-defined]
+    return check
+
 # pydantic accepts "5", " 5 ", "+5", "1_000" and "5.0"/"5.00" as integers, nothing else.
 _INT_TEXT = re.compile(r"[+-]?\d+(?:_\d+)*(?:\.0+)?", re.ASCII)
 _TRUE_WORDS = frozenset({"1", "on", "t", "true", "y", "yes"})
@@ -110,7 +118,7 @@ def v_int(ge: int | None = None, le: int | None = None, gt: int | None = None) -
         else:
             return add_error(errors, "int_type", loc, "Input should be a valid integer", value)
         return _bounds(out, loc, errors, ge, le, gt)
-    return check
+    return described(check, "int", ge=ge, le=le, gt=gt)
 
 
 def v_float(ge: float | None = None, le: float | None = None) -> Validator:
@@ -128,7 +136,7 @@ def v_float(ge: float | None = None, le: float | None = None) -> Validator:
         else:
             return add_error(errors, "float_type", loc, "Input should be a valid number", value)
         return _bounds(out, loc, errors, ge, le)
-    return check
+    return described(check, "float", ge=ge, le=le)
 
 
 def v_bool() -> Validator:
@@ -154,7 +162,7 @@ def v_bool() -> Validator:
             return add_error(errors, "bool_parsing", loc,
                              "Input should be a valid boolean, unable to interpret input", value)
         return add_error(errors, "bool_type", loc, "Input should be a valid boolean", value)
-    return check
+    return described(check, "bool")
 
 
 def v_str(min_length: int | None = None, max_length: int | None = None) -> Validator:
@@ -169,7 +177,7 @@ def v_str(min_length: int | None = None, max_length: int | None = None) -> Valid
             return add_error(errors, "string_too_long", loc, f"String should have at most "
                              f"{max_length} characters", value, {"max_length": max_length})
         return value
-    return check
+    return described(check, "str", min_length=min_length, max_length=max_length)
 
 
 def v_literal(*choices: str) -> Validator:
@@ -181,11 +189,11 @@ def v_literal(*choices: str) -> Validator:
             return value
         return add_error(errors, "literal_error", loc, f"Input should be {shown}", value,
                          {"expected": shown})
-    return check
+    return described(check, "literal", choices=choices)
 
 
 def v_any() -> Validator:
-    return lambda value, loc, errors: value
+    return described(lambda value, loc, errors: value, "any")
 
 
 # ---- containers -----------------------------------------------------------------------------
@@ -212,7 +220,8 @@ def v_list(item: Validator, max_length: int | None = None,
                                                     "min_length": min_length,
                                                     "actual_length": len(out)})
         return out
-    return check
+    return described(check, "list", item=item, min_length=min_length,
+                     max_length=max_length)
 
 
 def v_int_list(ge: int | None = None) -> Validator:
@@ -224,7 +233,7 @@ def v_int_list(ge: int | None = None) -> Validator:
             if ge is None or not value or min(value) >= ge:
                 return value
         return slow(value, loc, errors)
-    return check
+    return described(check, "list", item=v_int(ge=ge), min_length=None, max_length=None)
 
 
 def v_dict(item: Validator = v_any()) -> Validator:
@@ -234,11 +243,13 @@ def v_dict(item: Validator = v_any()) -> Validator:
         before = len(errors)
         out = {k: item(v, loc + (k,), errors) for k, v in value.items()}
         return INVALID if len(errors) != before else out
-    return check
+    return described(check, "dict", item=item)
 
 
 def v_nullable(inner: Validator) -> Validator:
-    return lambda value, loc, errors: None if value is None else inner(value, loc, errors)
+    def check(value: Any, loc: tuple, errors: list) -> Any:
+        return None if value is None else inner(value, loc, errors)
+    return described(check, "nullable", inner=inner)
 
 
 def v_union(*alternatives: Validator) -> Validator:
@@ -257,7 +268,7 @@ def v_union(*alternatives: Validator) -> Validator:
             collected.extend(mine)
         errors.extend(collected)
         return INVALID
-    return check
+    return described(check, "union", alternatives=alternatives)
 
 
 # ---- field tables ---------------------------------------------------------------------------

@@ -26,8 +26,9 @@ from resources.common.sampling_rules import (bad_words_token_ids, check_engine_s
 
 __all__ = ["build_sampling_params", "fan_out", "max_tokens_for", "plain_error",
            "sampling_fields", "usage_flags"]
-from resources.common.fields import (INVALID, Field, add_error, v_bool, v_dict, v_float, v_int,
-                                     v_int_list, v_list, v_literal, v_nullable, v_str, v_union)
+from resources.common.fields import (INVALID, Field, add_error, described, v_bool, v_dict,
+                                     v_float, v_int, v_int_list, v_list, v_literal, v_nullable,
+                                     v_str, v_union)
 
 INT64 = {"ge": -(2 ** 63), "le": 2 ** 63 - 1}
 _SAMPLING_EPS = 1e-5
@@ -51,7 +52,7 @@ def v_stream_options() -> Any:
         for name, validator, default in inner:
             out[name] = validator(value[name], loc + (name,), errors) if name in value else default
         return INVALID if len(errors) != before else out
-    return check
+    return described(check, "object", fields=inner)
 
 
 @lru_cache(maxsize=8)

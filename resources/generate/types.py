@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from resources.common.fields import (INVALID, Field, MISSING, Validator, add_error, v_any,
-                                     v_bool, v_dict, v_float, v_int, v_int_list, v_list,
+from resources.common.fields import (INVALID, Field, MISSING, Validator, add_error, described,
+                                     v_any, v_bool, v_dict, v_float, v_int, v_int_list, v_list,
                                      v_literal, v_nullable, v_str, v_union)
 from resources.common.sampling import INT64, v_stream_options
 
@@ -38,7 +38,7 @@ def v_token_ids() -> Validator:
             return add_error(errors, "value_error", loc, f"Value error, {message}", value,
                              {"error": ValueError(message)})
         return out
-    return check
+    return described(check, "list", item=v_int(ge=0), min_length=1, max_length=None)
 
 
 def v_int_enum(*choices: int) -> Validator:
@@ -50,7 +50,7 @@ def v_int_enum(*choices: int) -> Validator:
             return value
         return add_error(errors, "enum", loc, f"Input should be {shown}", value,
                          {"expected": shown})
-    return check
+    return described(check, "literal", choices=choices)
 
 
 def v_int_keyed(item: Validator) -> Validator:
@@ -66,7 +66,7 @@ def v_int_keyed(item: Validator) -> Validator:
             parsed = key(k, loc + (k,), errors)
             out[parsed] = item(v, loc + (k,), errors)
         return INVALID if len(errors) != before else out
-    return check
+    return described(check, "dict", item=item, int_keys=True)
 
 
 #: GenerateRequest fields before ``sampling_params`` (validated first, errors listed first).
