@@ -132,6 +132,17 @@ def json_object(raw: str) -> dict:
     return value
 
 
+def json_strings(raw: str) -> tuple[str, ...]:
+    """A JSON list of strings (``--allowed-origins '["https://a"]'``)."""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("must be a JSON list of strings")
+    return tuple(value)
+
+
 # -- declarations --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Setting:
@@ -343,6 +354,10 @@ class Config:
         "seconds a response's write may stay blocked by a client that reads nothing before the "
         "connection is shut and its engine requests aborted (0: never); see \"Slow and "
         "stalled clients\"")
+    shutdown_timeout: float = setting(
+        ("GREENFRONT_SHUTDOWN_TIMEOUT",), non_negative_float, 0.0,
+        "seconds in-flight requests may finish after SIGTERM (`--shutdown-timeout`); new "
+        "requests get 503 meanwhile; `0` aborts them at once, as vLLM's default")
     max_body_bytes: int = setting(
         ("GREENFRONT_MAX_BODY_BYTES",), positive_int, 256 * 1024 * 1024,
         "larger request bodies get 413")
@@ -395,6 +410,34 @@ class Config:
         ("GREENFRONT_REASONING_PARSER",), str, "",
         "vLLM's `--reasoning-parser NAME` (`text/reasoning/`): `message.reasoning`, "
         "`delta.reasoning`, reasoning token counts", shown="none")
+    allowed_origins: tuple[str, ...] = setting(
+        ("GREENFRONT_ALLOWED_ORIGINS",), json_strings, (),
+        "CORS: a JSON list of allowed origins, `[\"*\"]` for any (`--allowed-origins`)")
+    allowed_methods: tuple[str, ...] = setting(
+        ("GREENFRONT_ALLOWED_METHODS",), json_strings, ("*",),
+        "CORS: a JSON list of allowed methods (`--allowed-methods`)", shown='`["*"]`')
+    allowed_headers: tuple[str, ...] = setting(
+        ("GREENFRONT_ALLOWED_HEADERS",), json_strings, ("*",),
+        "CORS: a JSON list of allowed headers (`--allowed-headers`)", shown='`["*"]`')
+    allow_credentials: bool = setting(
+        ("GREENFRONT_ALLOW_CREDENTIALS",), boolean, False,
+        "CORS: allow credentials (`--allow-credentials`)")
+    enable_request_id_headers: bool = setting(
+        ("GREENFRONT_ENABLE_REQUEST_ID_HEADERS",), boolean, False,
+        "`X-Request-Id` on every response: the request's, else a fresh uuid4 hex "
+        "(`--enable-request-id-headers`)")
+    ssl_keyfile: str = setting(
+        ("GREENFRONT_SSL_KEYFILE",), str, "", "TLS private key file (`--ssl-keyfile`)")
+    ssl_certfile: str = setting(
+        ("GREENFRONT_SSL_CERTFILE",), str, "", "TLS certificate file (`--ssl-certfile`); with "
+        "a key, gunicorn serves HTTPS")
+    ssl_ca_certs: str = setting(
+        ("GREENFRONT_SSL_CA_CERTS",), str, "", "CA certificates for client certificates "
+        "(`--ssl-ca-certs`)")
+    ssl_cert_reqs: int = setting(
+        ("GREENFRONT_SSL_CERT_REQS",), non_negative_int, 0,
+        "whether client certificates are required: 0 none, 1 optional, 2 required "
+        "(`--ssl-cert-reqs`)")
     bind: str = setting(
         ("GREENFRONT_BIND",), str, "127.0.0.1:8000", "gunicorn bind address")
     log_level: str = setting(

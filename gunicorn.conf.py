@@ -8,8 +8,11 @@ a worker that gunicorn restarts binds the same addresses and the engines reconne
 Runs on: the gunicorn master (settings, on_starting, pre_fork, child_exit, on_exit) and each
 worker (post_fork, post_worker_init, worker_exit).
 """
+import ctypes
+import math
 import os
 import shlex
+import signal
 import shutil
 import subprocess
 import sys
@@ -17,6 +20,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from config import Config  # noqa: E402
+from runtime.shutdown import plan  # noqa: E402
 
 _config = Config.from_env()
 
@@ -28,21 +32,39 @@ worker_class = "gevent"
 worker_connections = 10000
 # Streams can be long; gevent workers heartbeat from the hub, so a long stream is not a stall.
 timeout = 120
-# vllm serve SIGKILLs its frontend 5 s after SIGTERM: finish or abort in-flight work before that.
-graceful_timeout = 3 if _launched else 5
+# How long the master waits for its workers after SIGTERM: the --shutdown-timeout drain and
+# the exit after it (runtime/shutdown.py; vllm serve kills its frontend max(N, 5) s after SIGTERM).
+graceful_timeout = math.ceil(plan(_config.shutdown_timeout, _launched)[1])
 keepalive = _config.keepalive
+# --ssl-keyfile/--ssl-certfile/--ssl-ca-certs/--ssl-cert-reqs: gunicorn's own TLS.
+if _config.ssl_certfile:
+    certfile = _config.ssl_certfile
+    keyfile = _config.ssl_keyfile or None
+    ca_certs = _config.ssl_ca_certs or None
+    cert_reqs = _config.ssl_cert_reqs
 loglevel = _config.log_level
 # gunicorn 27's control socket defaults to one path per user: two deployments on one machine
 # (tests, benchmarks) would fight over it. greenfront is managed by signals; turn it off.
 control_socket_disable = True
 
 _children: list[subprocess.Popen] = []
+_PR_SET_PDEATHSIG = 1
 _HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _die_with_parent() -> None:
+    """In a child, before exec: SIGTERM when the master dies, even by SIGKILL (Linux)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _spawn(server, args: list[str]) -> subprocess.Popen:
     server.log.info("starting %s", " ".join(shlex.quote(a) for a in args))
-    proc = subprocess.Popen(args, cwd=_HERE)
+    # Its own session: a terminal's Ctrl-C or a signal to the process group reaches the master,
+    # which drains its workers before it stops the engines (on_exit); never left behind, since
+    # it dies with the master.
+    proc = subprocess.Popen(args, cwd=_HERE, start_new_session=True,
+                            preexec_fn=_die_with_parent)
     _children.append(proc)
     return proc
 
@@ -113,10 +135,25 @@ def post_fork(server, worker):
 
 
 def post_worker_init(worker):
+    drain = getattr(worker.wsgi, "drain", None)
+    if drain is not None:
+        _drain_on_sigterm(worker, drain)
     state = getattr(worker.wsgi, "state", None)
     if state is not None:
         state.start()
         state.wait_for_engines(worker.notify)
+
+
+def _drain_on_sigterm(worker, drain) -> None:
+    """gunicorn's SIGTERM handler stops the worker loop; the drain runs beside it (the loop
+    waits graceful_timeout for the connections the drain ends)."""
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_sigterm(signum, frame):
+        drain.start_on_signal()
+        if callable(previous):
+            previous(signum, frame)
+    signal.signal(signal.SIGTERM, on_sigterm)
 
 
 def worker_exit(server, worker):

@@ -20,6 +20,7 @@ Runs on: constructed and started in the HTTP hub of a worker; see each method.
 """
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import os
@@ -93,6 +94,8 @@ class EngineClient:
         self.ready = False
         self.dead_reason: str | None = None
         self.max_model_len: int | None = None
+        #: Set by ``abort_all`` (the worker is shutting down): no new request is sent.
+        self.closed_error: ApiError | None = None
         self._registry = RequestRegistry(self.ranks)
         self._liveness = Liveness(self.ranks, stall_timeout, time.monotonic())
         self._pings: dict[int, int] = {}  # ping call id -> rank
@@ -169,6 +172,8 @@ class EngineClient:
     def check_available(self, rank: int | None = None) -> None:
         """Any thread: raise the 503 a request (pinned to ``rank``) gets when the engines cannot
         take it."""
+        if self.closed_error is not None:
+            raise copy.copy(self.closed_error)
         if self.dead_reason is not None:
             raise EngineDead(f"The engine core is dead: {self.dead_reason}.")
         if not self.ready:
@@ -211,6 +216,24 @@ class EngineClient:
         if request_ids and self._thread is not None:
             ids = list(request_ids)
             self._call_engine(lambda: self._abort(ids))
+
+    def abort_all(self, error: ApiError) -> None:
+        """Any thread: end every request in flight with ``error``, in the engines too, and
+        refuse new ones (``check_available``, and ``_add`` for those already handed over): the
+        worker is shutting down."""
+        self.closed_error = error
+        if self._thread is not None:
+            self._call_engine(self._abort_all)
+
+    def _abort_all(self) -> None:
+        streams = self._registry.pop_all()
+        by_rank: dict[int, list[str]] = {}
+        for stream in streams:
+            by_rank.setdefault(stream.engine_rank, []).append(stream.request_id)
+        for rank, ids in by_rank.items():
+            self._transport.post(protocol.encode_abort(_identity(rank), ids))
+        error = self.closed_error
+        self._to_hub(lambda: _fail(streams, error))
 
     def utility(self, method: str, args: list | tuple = (), rank: int | None = None,
                 timeout: float | None = 60.0) -> Any:
@@ -255,7 +278,9 @@ class EngineClient:
     def _add(self, stream: RequestStream, frames: list, requested: int | None) -> None:
         registry = self._registry
         error = (EngineDead(f"The engine core is dead: {self.dead_reason}.")
-                 if self.dead_reason is not None else self._refusal(requested))
+                 if self.dead_reason is not None else
+                 copy.copy(self.closed_error) if self.closed_error is not None else
+                 self._refusal(requested))
         rank = requested if requested is not None else registry.choose(self._liveness.stalled)
         if error is not None or rank is None:
             failure = error or EngineUnavailable("No engine can take the request.")

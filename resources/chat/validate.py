@@ -16,6 +16,7 @@ from typing import Any
 from errors import InvalidRequest
 from resources.common.context import ServingContext
 from resources.common.fields import INVALID, add_error, described
+from resources.common.fields import INVALID, add_error, with_schema
 from resources.common.sampling_rules import (check_logprob_counts, check_thinking_token_budget,
                                              refuse_unimplemented)
 from resources.common.structured_outputs import check_structural_tags
@@ -37,6 +38,36 @@ _UNION = (
                                                         ("role", "role"))),
     ("CustomChatCompletionMessageParam", None, (("role", "anystr"), ("content", "content?"))),
 )
+
+
+_PARTS = {"type": "array", "items": {"type": "object"}}
+#: The JSON Schema of each content rule of ``_UNION``: (schema, required).
+_RULE_SCHEMAS = {
+    "text": ({"anyOf": [{"type": "string"}, _PARTS]}, True),
+    "text?": ({"anyOf": [{"type": "string"}, _PARTS, {"type": "null"}]}, False),
+    "str": ({"type": "string"}, True),
+    "anystr": ({"type": "string"}, True),
+    "str?": ({"anyOf": [{"type": "string"}, {"type": "null"}]}, True),
+    "content?": ({"anyOf": [{"type": "string"}, _PARTS]}, False),
+}
+
+
+def message_schema() -> dict:
+    """The JSON Schema of one message: any member of ``_UNION`` (what ``v_message`` accepts)."""
+    members = []
+    for name, role, rules in _UNION:
+        properties, required = {}, []
+        for field, rule in rules:
+            if rule == "role":
+                schema, needed = {"type": "string", "enum": [role]}, True
+            else:
+                schema, needed = _RULE_SCHEMAS[rule]
+            properties[field] = schema
+            if needed:
+                required.append(field)
+        members.append({"type": "object", "title": name, "properties": properties,
+                        "required": required})
+    return {"anyOf": members}
 
 
 def _content_errors(rule: str, value: Any, loc: tuple, errors: list) -> None:
@@ -109,7 +140,8 @@ def _v_message(value: Any, loc: tuple, errors: list) -> Any:
     return INVALID
 
 
-v_message = described(_v_message, "message", roles=tuple(r for _, r, _ in _UNION if r))
+v_message = with_schema(described(_v_message, "message", roles=tuple(r for _, r, _ in _UNION if r)),
+                        message_schema())
 
 
 def _check_tools_raw(body: dict) -> None:

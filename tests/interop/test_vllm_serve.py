@@ -15,6 +15,7 @@ import openai
 import pytest
 import requests
 
+from bench.deploy import alive
 from tests.interop.peers import (descendants, requires_peers, serve_with_greenfront,
                                  serve_with_python_frontend)
 
@@ -144,9 +145,4 @@ def _cmdline(pid: int) -> str:
         return "?"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+_alive = alive
