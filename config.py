@@ -337,10 +337,14 @@ class Config:
     default_chat_template_kwargs: dict | None = setting(
         ("GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS",), json_object, None,
         "a JSON object of chat template variables every chat request starts from "
-        "(`--default-chat-template-kwargs`)")
+        "(`--default-chat-template-kwargs`; vLLM's `cohere_format: cmd4` is added unless "
+        "given); request `chat_template_kwargs` override them, except None or `auto` values")
     structured_outputs_backend: str = setting(
-        ("GREENFRONT_STRUCTURED_OUTPUTS_BACKEND",), str, "xgrammar",
-        "the `_backend` written into the engine's structured-output parameters")
+        ("GREENFRONT_STRUCTURED_OUTPUTS_BACKEND",),
+        choice("auto", "xgrammar", "guidance", "outlines", "lm-format-enforcer"), "auto",
+        "the structured-outputs backend the engine requests name (`--structured-outputs-config`"
+        "'s `backend`): `auto` picks xgrammar per request, guidance for what xgrammar cannot "
+        "do, as vLLM does; `xgrammar`, `guidance`, `outlines`, `lm-format-enforcer`")
     use_generation_config: bool = setting(
         ("GREENFRONT_GENERATION_CONFIG",), generation_config, True,
         "`auto`: sampling defaults from the model's `generation_config.json`; `vllm`: none "
@@ -439,6 +443,22 @@ class Config:
     runtime_lora_allowed_path_prefixes: tuple[str, ...] = setting(
         ("VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES",), names, (),
         "local LoRA adapter paths must be under a listed prefix when set")
+    enable_auto_tool_choice: bool = setting(
+        ("GREENFRONT_ENABLE_AUTO_TOOL_CHOICE",), boolean, False,
+        "vLLM's `--enable-auto-tool-choice`: with a tool call parser, serves `tool_choice` "
+        "`auto`/`required`/named")
+    tool_call_parser: str = setting(
+        ("GREENFRONT_TOOL_CALL_PARSER",), str, "",
+        "vLLM's `--tool-call-parser NAME` (`text/tool_parsers/`); an unknown name or a "
+        "tokenizer without its markers stops the start", shown="none")
+    tool_parser_plugin: str = setting(
+        ("GREENFRONT_TOOL_PARSER_PLUGIN",), str, "",
+        "vLLM's `--tool-parser-plugin`: a Python file that registers a parser class with "
+        "`text.tool_parsers.register_tool_parser`", shown="none")
+    reasoning_parser: str = setting(
+        ("GREENFRONT_REASONING_PARSER",), str, "",
+        "vLLM's `--reasoning-parser NAME` (`text/reasoning/`): `message.reasoning`, "
+        "`delta.reasoning`, reasoning token counts", shown="none")
     allowed_origins: tuple[str, ...] = setting(
         ("GREENFRONT_ALLOWED_ORIGINS",), json_strings, (),
         "CORS: a JSON list of allowed origins, `[\"*\"]` for any (`--allowed-origins`)")

@@ -42,6 +42,7 @@ from bench import report, soak
 from config import default_worker_count
 from bench.deploy import (
     DEFAULT_MODEL_DIR,
+    MARKER_MODEL_DIR,
     ROOT,
     Endpoint,
     GreenfrontDeployment,
@@ -50,9 +51,10 @@ from bench.deploy import (
     external_endpoint,
     parse_cpus,
 )
-from bench.scenarios import FULL, QUICK, SMOKE, SimProfile, run_limit, run_phase
+from bench.scenarios import (FULL, QUICK, SMOKE, TOOLS_ENV, TOOLS_SCENARIO, SimProfile, run_limit,
+                             run_phase)
 
-SCENARIOS = ("long", "tokenize", "stream", "limit")
+SCENARIOS = ("long", "tokenize", "stream", TOOLS_SCENARIO, "limit")
 
 
 @dataclass
@@ -132,19 +134,26 @@ def _matrix(args: argparse.Namespace, mk) -> list[Step]:
                 scen = [s for s in scen if s in wanted]
                 if scen:
                     steps.append(mk(backend, offload, workers, scen))
+                if default and workers == 1 and TOOLS_SCENARIO in wanted:
+                    steps.append(mk(backend, offload, workers, [TOOLS_SCENARIO], tools=True))
     return steps
 
 
 def _plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int],
           sim: SimProfile, log_dir: str) -> list[Step]:
-    def mk(backend: str, offload: bool, workers: int, scen: list[str], reference: bool = False):
+    def mk(backend: str, offload: bool, workers: int, scen: list[str], reference: bool = False,
+           tools: bool = False):
         label = "greenfront" if reference else _gf_label(backend, offload, workers)
+        if tools:  # its own deployment: the marker-token model and the hermes parser
+            label += " hermes tools"
 
         def open_() -> GreenfrontDeployment:
             return GreenfrontDeployment(label, workers=workers, offload=offload, backend=backend,
                                         sim_args=sim.args, server_cpus=server_cpus,
                                         client_cpus=client_cpus, log_dir=log_dir,
-                                        model_dir=args.model_dir, reference=reference)
+                                        model_dir=MARKER_MODEL_DIR if tools else args.model_dir,
+                                        reference=reference,
+                                        extra_env=TOOLS_ENV if tools else None)
         return Step(label, scen, open_)
 
     if not (args.target or args.vllm_peers):
@@ -176,7 +185,7 @@ def _plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int]
 def _headline(phase: dict[str, Any]) -> str:
     load, health = phase["load"], phase["health"]["latency_ms"]
     errors = load["errors"] + phase["health"]["errors"]
-    if phase["scenario"] == "stream":
+    if phase["scenario"] in ("stream", TOOLS_SCENARIO):
         main = f"{load['tokens_per_s']:,.0f} tokens/s, TTFT p50 {load['ttft_ms']['p50']:.0f} ms"
     else:
         main = f"{load['req_per_s']:.1f} req/s"
@@ -195,8 +204,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                    help="--soak: seconds of load (default 600; the warm-up is a tenth of it)")
     p.add_argument("--soak-clients", type=int, default=32, metavar="N",
                    help="--soak: closed-loop clients (default 32)")
-    p.add_argument("--scenarios", default=",".join(SCENARIOS),
-                   help=f"comma-separated subset of {','.join(SCENARIOS)}")
+    p.add_argument("--scenarios", default=None,
+                   help=f"comma-separated subset of {','.join(SCENARIOS)} (default: all; "
+                        f"--smoke: all but {TOOLS_SCENARIO}, which needs its own deployment)")
     p.add_argument("--backends", default="hf,fastokens", help="tokenizer backends of the matrix")
     p.add_argument("--workers", default=None,
                    help="gunicorn worker counts of the matrix (default 1,2; --quick: 1)")
@@ -230,6 +240,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                    help="results directory (a timestamped subdirectory is made)")
     args = p.parse_args(argv)
     args.mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    if args.scenarios is None:
+        args.scenarios = ",".join(s for s in SCENARIOS
+                                  if not (args.smoke and s == TOOLS_SCENARIO))
     args.scenarios = [s for s in args.scenarios.split(",") if s]
     if unknown := set(args.scenarios) - set(SCENARIOS):
         p.error(f"unknown scenarios: {', '.join(sorted(unknown))}")

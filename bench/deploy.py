@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_MODEL_DIR = os.path.join(ROOT, "models", "tekken-tiny")
+#: The tool-calling scenario's model: the same tokenizer with the parsers' marker tokens.
+MARKER_MODEL_DIR = os.path.join(ROOT, "models", "tekken-markers")
 PEER_SCRIPTS = os.path.join(os.path.dirname(ROOT), "shared", "vllm-peers")
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 

@@ -304,15 +304,26 @@ class _StreamRun(_Load):
             return
         cfg = self.cfg
         self.index += 1
-        body = json.dumps({
-            "model": cfg["model"], "prompt": short_prompt(self.index, cfg["seed"]),
-            "max_tokens": self.rng.randint(cfg["min_tokens"], cfg["max_tokens"]),
+        request = {
+            "model": cfg["model"], "max_tokens": self.rng.randint(cfg["min_tokens"],
+                                                                  cfg["max_tokens"]),
             "temperature": 0, "ignore_eos": True, "stream": True,
-            "stream_options": {"include_usage": True, "continuous_usage_stats": True}}).encode()
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+        if cfg.get("tools"):
+            # The simulator answers with the scripted tool calls (repeated up to max_tokens),
+            # which the server's tool parser turns into delta.tool_calls.
+            request.update(messages=[{"role": "user", "content": short_prompt(
+                self.index, cfg["seed"])}], tools=cfg["tools"],
+                vllm_xargs={"sim_tokens": cfg["sim_tokens"]})
+            path = "/v1/chat/completions"
+        else:
+            request["prompt"] = short_prompt(self.index, cfg["seed"])
+            path = "/v1/completions"
+        body = json.dumps(request).encode()
         self.sent += 1
         ex = _StreamExchange(self, conn, monotonic())
         self.inflight.add(ex)
-        conn.send(_request(self.host, self.port, "/v1/completions", body), ex)
+        conn.send(_request(self.host, self.port, path, body), ex)
 
     def finished(self, ex: _StreamExchange, t: float) -> None:
         self.inflight.discard(ex)

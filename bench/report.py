@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any
 
-LONG, TOKENIZE, STREAM = "long", "tokenize", "stream"
+LONG, TOKENIZE, STREAM, TOOLS = "long", "tokenize", "stream", "stream-tools"
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -125,7 +125,9 @@ def _ratio_table(results: dict[str, Any]) -> list[str]:
 
 
 def _stream_table(results: dict[str, Any]) -> list[str]:
-    rows = _phases(results, STREAM)
+    """Plain streams and the tool-calling streams (chats answered with hermes tool calls,
+    parsed as they stream) in one table."""
+    rows = _phases(results, STREAM) + _phases(results, TOOLS)
     if not rows:
         return []
     sim = rows[0]["sim"]

@@ -17,8 +17,7 @@ from typing import Any, Callable
 #: non-default value is refused rather than silently ignored.
 UNSUPPORTED = frozenset({
     "lora_modules", "trust_request_mm_kwargs", "return_tokens_as_token_ids",
-    "enable_auto_tool_choice", "exclude_tools_when_tool_choice_none", "tool_call_parser",
-    "tool_parser_plugin", "tool_strict_level", "tool_server", "reasoning_parser",
+    "exclude_tools_when_tool_choice_none", "tool_strict_level", "tool_server",
     "enable_per_request_metrics", "enable_server_load_tracking", "sse_keep_alive_interval",
     "enable_tokenizer_info_endpoint", "enable_log_outputs", "enable_log_deltas",
     "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
@@ -77,6 +76,21 @@ class _Refused(Exception):
     pass
 
 
+def _structured_outputs_backend(value: Any) -> str | None:
+    # The other keys (whitespace, additional properties, enable_in_reasoning) are the
+    # engine's: it reads them from its own config.
+    if not isinstance(value, dict):
+        raise _Refused()
+    backend = value.get("backend", "auto")
+    return None if backend == "auto" else str(backend)
+
+
+def _json_object(value: Any) -> str:
+    if not isinstance(value, dict):
+        raise _Refused()
+    return json.dumps(value)
+
+
 #: option → (GREENFRONT_* variable, how to turn the value into its text; None: leave unset).
 HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "served_model_name": ("GREENFRONT_SERVED_MODEL_NAME", _names),
@@ -107,7 +121,14 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "generation_config": ("GREENFRONT_GENERATION_CONFIG", _generation_config),
     "uvicorn_log_level": ("GREENFRONT_LOG_LEVEL",
                           lambda v: {"critical": "error", "trace": "debug"}.get(v, v)),
+    "enable_auto_tool_choice": ("GREENFRONT_ENABLE_AUTO_TOOL_CHOICE", _flag),
+    "tool_call_parser": ("GREENFRONT_TOOL_CALL_PARSER", str),
+    "tool_parser_plugin": ("GREENFRONT_TOOL_PARSER_PLUGIN", str),
+    "reasoning_parser": ("GREENFRONT_REASONING_PARSER", str),
     "chat_template_content_format": ("", _chat_template_format),
+    "structured_outputs_config": ("GREENFRONT_STRUCTURED_OUTPUTS_BACKEND",
+                                  _structured_outputs_backend),
+    "default_chat_template_kwargs": ("GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS", _json_object),
     "tokenizer_mode": ("", _tokenizer_mode),
 }
 

@@ -37,6 +37,7 @@ class WorkerState:
         self.model = None
         self.tokenizer = None
         self.chat_template = None
+        self.output_parsers = None
         self.client: EngineClient | None = None
         self._context = None
         self.started_at: float = 0.0
@@ -63,6 +64,7 @@ class WorkerState:
         text = loaded.load(cfg.tokenizer_dir, cfg.tokenizer_backend, cfg.chat_template)
         self.model, self.tokenizer, self.chat_template = (text.model, text.tokenizer,
                                                           text.chat_template)
+        self.output_parsers = self._load_output_parsers()
         get_pool(cfg)
         self.client = self._make_client()
         self.client.start()
@@ -78,6 +80,25 @@ class WorkerState:
         log.info("worker %d: slot %d, tokenizer backend %s, %d request threads, offload %s",
                  self.pid, cfg.worker_slot, self.tokenizer.backend, cfg.request_threads,
                  "on" if cfg.offload else "off")
+
+    def _load_output_parsers(self):
+        """The configured tool-call and reasoning parsers (checked against the vocabulary, which
+        is only built when a parser is configured); a bad set-up stops the server."""
+        from text.output_parsers import OutputParsers, ParserSetupError, load_output_parsers
+
+        cfg = self.config
+        if not (cfg.enable_auto_tool_choice or cfg.tool_call_parser or cfg.tool_parser_plugin
+                or cfg.reasoning_parser):
+            return OutputParsers()
+        try:
+            return load_output_parsers(
+                enable_auto_tool_choice=cfg.enable_auto_tool_choice,
+                tool_call_parser=cfg.tool_call_parser,
+                tool_parser_plugin=cfg.tool_parser_plugin,
+                reasoning_parser=cfg.reasoning_parser, vocab=self.tokenizer.hf.get_vocab(True))
+        except ParserSetupError as exc:  # vLLM refuses to start the same way
+            log.error("cannot start: %s", exc)
+            _halt_server()
 
     def wait_for_engines(self, heartbeat: Callable[[], None]) -> None:
         """Before the worker accepts connections: wait (bounded by ``accept_wait``) for the
@@ -179,10 +200,19 @@ class WorkerState:
             max_stop_strings=cfg.max_stop_strings,
             max_n=cfg.max_n,
             max_completion_prompts=cfg.max_completion_prompts,
-            default_chat_template_kwargs=cfg.default_chat_template_kwargs,
+            default_chat_template_kwargs=server_template_kwargs(cfg),
             structured_outputs_backend=cfg.structured_outputs_backend,
             adapters=adapter_lookup(cfg),
+            output_parsers=self.output_parsers,
         )
+
+
+def server_template_kwargs(cfg) -> dict:
+    """``--default-chat-template-kwargs`` plus the ``cohere_format`` vLLM always adds to them
+    (its ``--cohere-format`` default, ``cmd4``, unless the kwargs name one)."""
+    kwargs = dict(cfg.default_chat_template_kwargs or {})
+    kwargs.setdefault("cohere_format", "cmd4")
+    return kwargs
 
 
 #: gunicorn halts the whole server (master included, non-zero exit) when a worker exits with

@@ -3,7 +3,7 @@
 Owns: the message validator that reproduces pydantic's errors for vLLM's union of message types
 (a ``content: null`` user message yields the 19 errors of §8.2), the raw-body "before" checks of
 ChatCompletionRequest (generation-prompt flags, tools, structured outputs, logprobs, stream
-options, response_format), and the serving-layer checks (tool choice without a parser, request
+options, response_format), and the serving-layer checks (a tool choice the configured parsers cannot serve, request
 chat templates, beam search).
 
 Called by: ``resources.chat.convert`` (and ``resources.chat.types`` for the message validator).
@@ -17,7 +17,9 @@ from errors import InvalidRequest
 from resources.common.context import ServingContext
 from resources.common.fields import INVALID, add_error, described
 from resources.common.fields import INVALID, add_error, with_schema
-from resources.common.sampling_rules import check_logprob_counts, refuse_unimplemented
+from resources.common.sampling_rules import (check_logprob_counts, check_thinking_token_budget,
+                                             refuse_unimplemented)
+from resources.common.structured_outputs import check_structural_tags
 
 # vLLM's message union, in order: (class name, required role literal or None for "any string",
 # fields in declaration order as (name, rule)). Rules: "text" = str or iterable of parts,
@@ -221,6 +223,8 @@ def check_raw(body: dict) -> None:
     if isinstance(rf, dict) and rf.get("type") == "json_schema" and rf.get("json_schema") is None:
         raise InvalidRequest("When response_format type is 'json_schema', the 'json_schema' "
                              "field must be provided.", param="response_format")
+    check_structural_tags(body)
+    check_thinking_token_budget(body.get("thinking_token_budget"))
     messages = body.get("messages")
     if isinstance(messages, list):  # the deprecated spelling is renamed before validation
         for msg in messages:
@@ -229,14 +233,14 @@ def check_raw(body: dict) -> None:
 
 
 def check_request(f: dict[str, Any], ctx: ServingContext) -> None:
-    """Serving-layer refusals before rendering: beam search, unsupported extras, tool choice
-    without a tool parser (greenfront has none), untrusted request chat templates."""
+    """Serving-layer refusals before rendering: beam search, unsupported extras, a tool choice
+    that needs a tool parser the server does not have, untrusted request chat templates."""
     refuse_unimplemented(f)
     choice = f["tool_choice"]
-    if choice == "auto":
-        raise InvalidRequest('"auto" tool choice requires --enable-auto-tool-choice and '
-                             "--tool-call-parser to be set")
-    if choice not in (None, "none"):
+    if ctx.output_parsers.tool_parser is None and choice not in (None, "none"):
+        if choice == "auto":
+            raise InvalidRequest('"auto" tool choice requires --enable-auto-tool-choice and '
+                                 "--tool-call-parser to be set")
         desc = (f'function "{choice["function"]["name"]}"' if isinstance(choice, dict)
                 else f'"{choice}"')
         raise InvalidRequest(f"tool_choice={desc} requires --tool-call-parser to be set")

@@ -153,7 +153,8 @@ def build_sampling_params(fields: dict, ctx: ServingContext, *, n: int, max_toke
     sp.update(max_tokens=max_tokens, min_tokens=fields["min_tokens"], logprobs=logprobs,
               prompt_logprobs=prompt_logprobs, stop=stop, stop_token_ids=stop_ids,
               bad_words=bad_words, logit_bias=logit_bias,
-              allowed_token_ids=fields.get("allowed_token_ids"))
+              allowed_token_ids=fields.get("allowed_token_ids"),
+              thinking_token_budget=fields.get("thinking_token_budget"))
     if 0 < sp["temperature"] < _MIN_TEMPERATURE:
         sp["temperature"] = _MIN_TEMPERATURE  # vLLM raises tiny temperatures to 0.01
     check_like_vllm(sp, n, ctx)

@@ -70,15 +70,15 @@ def test_serves_the_openai_api_on_the_inherited_socket_and_exits_0_on_sigterm(la
 
 
 def test_unknown_frontend_option_is_refused_with_one_message(model_dir):
-    fe = LaunchedFrontend(model_dir, args={"tool_call_parser": "hermes",
-                                           "enable_auto_tool_choice": True,
+    fe = LaunchedFrontend(model_dir, args={"tool_server": "demo",
+                                           "allowed_origins": ["*"],
                                            "dtype": "bfloat16", "enforce_eager": True},
                           start_engines=False)
     try:
         assert fe.proc.wait(timeout=30) == 2
         log = fe.log()
         assert ("does not implement these vllm serve frontend options: "
-                "--enable-auto-tool-choice, --tool-call-parser") in log
+                "--allowed-origins, --tool-server") in log
         assert "dtype" not in log.split("options:")[1]  # engine options are ignored
     finally:
         fe.stop()

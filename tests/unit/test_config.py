@@ -103,6 +103,17 @@ def test_server_info_view_redacts_secrets_and_lists_vllm_names():
     assert "VLLM_API_KEY" not in env
 
 
+def test_structured_outputs_backend_and_template_kwargs(caplog):
+    cfg = Config.from_env({"GREENFRONT_STRUCTURED_OUTPUTS_BACKEND": "outlines",
+                           "GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS": '{"enable_thinking": false}'})
+    assert cfg.structured_outputs_backend == "outlines"
+    assert cfg.default_chat_template_kwargs == {"enable_thinking": False}
+    bad = Config.from_env({"GREENFRONT_STRUCTURED_OUTPUTS_BACKEND": "xgrammarr",
+                           "GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS": "[1]"})
+    assert bad.structured_outputs_backend == "auto" and bad.default_chat_template_kwargs is None
+    assert "GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS" in caplog.text
+
+
 @pytest.mark.parametrize("cpus,memory,workers", [
     (2, 24 << 30, 2),      # this project's VM: every core
     (64, 256 << 30, config.WORKERS_CAP),
