@@ -7,7 +7,7 @@ MARKER_MODEL := models/tekken-markers
 PORT   ?= 8000
 WORKERS ?= 1
 
-.PHONY: setup model run test test-unit test-integration interop interop-setup bench bench-quick clean
+.PHONY: setup model run test test-unit test-integration fuzz interop interop-setup bench bench-quick soak clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,14 @@ test-unit: setup
 test-integration: setup
 	GREENFRONT_TEST_MODEL_DIR=$(CURDIR)/$(MODEL) GREENFRONT_TEST_MARKER_MODEL_DIR=$(CURDIR)/$(MARKER_MODEL) $(PY) -m pytest -q tests/integration
 
+# Property-based suite (tests/fuzz): generated bodies for every endpoint against one real
+# deployment, bounded by the Hypothesis profile (fuzz: a few thousand cases, a few minutes; quick;
+# long), then schemathesis against /openapi.json when the server publishes one.
+FUZZ_PROFILE ?= fuzz
+fuzz: setup
+	HYPOTHESIS_PROFILE=$(FUZZ_PROFILE) GREENFRONT_TEST_MODEL_DIR=$(CURDIR)/$(MODEL) \
+	$(PY) -m pytest -q -p no:cacheprovider tests/fuzz
+
 # Real vLLM 0.32 (CPU) beside greenfront: installs it under $(PEERS) (~4-5 min once), then runs
 # vllm serve with greenfront as its frontend, DP=2, a headless engine joining a standalone
 # greenfront, and vLLM's own frontend on greenfront's simulator.
@@ -57,6 +65,10 @@ bench: setup
 
 bench-quick: setup
 	$(PY) -m bench --quick $(BENCH_ARGS)
+
+# Mixed load against one deployment (bench/soak.py); SOAK_ARGS="--duration 120" shortens it.
+soak: setup
+	$(PY) -m bench --soak $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) $(MODEL) $(MARKER_MODEL)

@@ -6,13 +6,16 @@ Owns the command line and the plan: which deployments run which scenarios, in wh
   and fastokens × offload on/off × 1 and 2 workers); ``/tokenize`` and streaming on the default
   configuration, streaming also with 2 workers and with offload off; the tokenizer limit.
 * ``--target URL [--health-url URL] [--label NAME] [--target-pid PID]`` (repeatable) and/or
-  ``--vllm-peers python,rust`` (started here, each on a fresh simulator): long prompts,
+  ``--vllm-peers python,rust,greenfront`` (started here, each on a fresh simulator; ``greenfront``
+  is greenfront launched by ``vllm serve``, one column per ``--serve-workers`` count): long prompts,
   ``/tokenize`` and streaming against each, with greenfront's default configuration as the
   reference column (``--no-greenfront`` drops it). A target must run on an engine with the
   simulator settings printed in the report (``python -m engine.sim --handshake ... <sim args>``)
   for the streaming "added latency" figures to mean anything.
 
 ``--quick`` (~1-2 min) and ``--smoke`` (~30-60 s, for the test suite) shorten every phase.
+``--soak [--duration S]``: instead, ``bench.soak``'s mixed load against one default deployment
+(10 minutes by default), reporting RSS, errors, requests left in the engine and ``/health``.
 Progress goes to stderr, one line per phase; the report to stdout and
 ``bench/results/<timestamp>/``.
 
@@ -25,6 +28,7 @@ import contextlib
 import dataclasses
 import datetime
 import hashlib
+import json
 import os
 import platform
 import subprocess
@@ -34,13 +38,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench import report
+from bench import report, soak
+from config import default_worker_count
 from bench.deploy import (
     DEFAULT_MODEL_DIR,
     MARKER_MODEL_DIR,
     ROOT,
     Endpoint,
     GreenfrontDeployment,
+    PEER_KINDS,
     VllmPeer,
     external_endpoint,
     parse_cpus,
@@ -153,11 +159,17 @@ def _plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int]
     if not (args.target or args.vllm_peers):
         return _matrix(args, mk)
     scen = [s for s in ("long", "tokenize", "stream") if s in args.scenarios]
-    steps = [] if args.no_greenfront else [mk("fastokens", True, 1, scen, reference=True)]
+    # greenfront's default configuration: its default worker count on the server's CPUs.
+    default_workers = min(default_worker_count(), len(server_cpus))
+    steps = [] if args.no_greenfront else [
+        mk("fastokens", True, default_workers, scen, reference=True)]
     for kind in args.vllm_peers:
-        steps.append(Step(f"vllm-{kind}", scen, lambda kind=kind: VllmPeer(
-            kind, sim_args=sim.args, server_cpus=server_cpus, client_cpus=client_cpus,
-            log_dir=log_dir, peers=args.peers)))
+        for workers in (args.serve_workers if kind == "greenfront" else [None]):
+            label = f"vllm-{kind}" if kind != "greenfront" else "greenfront-vllm-serve" + (
+                f"-{workers}w" if workers else "")
+            steps.append(Step(label, scen, lambda kind=kind, workers=workers: VllmPeer(
+                kind, sim_args=sim.args, server_cpus=server_cpus, client_cpus=client_cpus,
+                log_dir=log_dir, peers=args.peers, workers=workers)))
     for i, url in enumerate(args.target):
         label = args.label[i] if i < len(args.label) else f"target{i + 1}"
         health = args.health_url[i] if i < len(args.health_url) else None
@@ -186,6 +198,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     speed.add_argument("--quick", action="store_true",
                        help="short phases, 1 worker only (~1-2 minutes)")
     speed.add_argument("--smoke", action="store_true", help="tiny phases (test suite smoke run)")
+    speed.add_argument("--soak", action="store_true",
+                       help="mixed load against one deployment for --duration (bench.soak)")
+    p.add_argument("--duration", type=float, default=600.0, metavar="S",
+                   help="--soak: seconds of load (default 600; the warm-up is a tenth of it)")
+    p.add_argument("--soak-clients", type=int, default=32, metavar="N",
+                   help="--soak: closed-loop clients (default 32)")
     p.add_argument("--scenarios", default=None,
                    help=f"comma-separated subset of {','.join(SCENARIOS)} (default: all; "
                         f"--smoke: all but {TOOLS_SCENARIO}, which needs its own deployment)")
@@ -202,7 +220,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--label", action="append", default=[], help="its column name, in --target order")
     p.add_argument("--target-pid", action="append", type=int, default=[], metavar="PID",
                    help="its main process (CPU accounting of the tree), in --target order")
-    p.add_argument("--vllm-peers", default="", help="start vLLM's frontends: python,rust")
+    p.add_argument("--vllm-peers", default="",
+                   help="start vLLM's frontends (python,rust) and/or greenfront launched by "
+                        "vllm serve (greenfront)")
+    p.add_argument("--serve-workers", default="",
+                   help="with --vllm-peers greenfront: GREENFRONT_WORKERS of each such column, "
+                        "e.g. 1,2 (default: one column with greenfront's default)")
     p.add_argument("--peers", default=os.environ.get("PEERS", "/tmp/peers"),
                    help="where ../shared/vllm-peers/setup.sh installed vLLM")
     p.add_argument("--no-greenfront", action="store_true",
@@ -229,6 +252,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     args.workers = [int(w) for w in args.workers.split(",") if w]
     args.offload = [o in ("on", "1", "true") for o in args.offload.split(",") if o]
     args.vllm_peers = [k for k in args.vllm_peers.split(",") if k]
+    if unknown := set(args.vllm_peers) - set(PEER_KINDS):
+        p.error(f"unknown --vllm-peers: {', '.join(sorted(unknown))}")
+    args.serve_workers = [int(w) for w in args.serve_workers.split(",") if w] or [None]
     if args.smoke:
         # Two deployments only: the default configuration and its inline baseline.
         args.backends, args.workers = ["fastokens"], [1]
@@ -245,8 +271,36 @@ def _limits(args: argparse.Namespace) -> list[tuple[str, int]]:
     return [(b, t) for b in backends for t in threads]
 
 
+def _soak(args: argparse.Namespace, argv: list[str]) -> int:
+    """One default deployment (1 worker, fastokens, offload) under ``bench.soak``'s load."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_dir = os.path.join(args.out, f"{stamp}-soak")
+    os.makedirs(out_dir, exist_ok=True)
+    meta = {"command": "python -m bench " + " ".join(argv), "commit": _commit(),
+            "machine": _machine(), "busy": _busy_processes()}
+    sim = SimProfile(ttft_ms=5.0, itl_ms=5.0)
+    deployment = GreenfrontDeployment(
+        "soak", workers=args.workers[0], sim_args=sim.args, server_cpus=parse_cpus(
+            args.server_cpus), client_cpus=parse_cpus(args.client_cpus), log_dir=out_dir,
+        model_dir=args.model_dir)
+    with deployment as endpoint:
+        result = soak.run_soak(endpoint, args.duration, args.duration / 10, args.soak_clients,
+                               progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    result["meta"] = meta
+    with open(os.path.join(out_dir, "soak.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    markdown = soak.report(result, meta)
+    with open(os.path.join(out_dir, "report.md"), "w") as f:
+        f.write(markdown)
+    print(markdown)
+    print(f"report and JSON: {out_dir}", file=sys.stderr)
+    return 1 if result["errors"] or result["left_in_engine"] else 0
+
+
 def main(argv: list[str]) -> int:
     args = _parse(argv)
+    if args.soak:
+        return _soak(args, argv)
     timing = {"full": FULL, "quick": QUICK, "smoke": SMOKE}[args.mode]
     if args.long_concurrency:
         timing = dataclasses.replace(timing, long_concurrency=args.long_concurrency)

@@ -1,9 +1,11 @@
-"""``greenfront frontend …``: what ``vllm serve`` runs with ``VLLM_USE_RUST_FRONTEND=1``.
+"""``greenfront frontend …``: what ``vllm serve`` runs with ``VLLM_USE_RUST_FRONTEND=1``
+(and the command line of ``greenfront serve``, the standalone launcher: ``launch.serve``).
 
 Accepts exactly vLLM's frontend command line (engine-core-protocol.md §6.2), turns
 ``--args-json`` into greenfront settings, marks the inherited sockets inheritable and execs
-gunicorn with one gevent worker bound to the inherited HTTP socket (``fd://N``). The worker adopts
-the input/output listeners as its ROUTER and PULL and waits for every engine's registration.
+gunicorn with ``GREENFRONT_WORKERS`` gevent workers (the same default as standalone) bound to the
+inherited HTTP socket (``fd://N``). ``engine.relay`` owns the input/output listeners and serves
+every worker as an engine client. Each worker waits for every engine's registration.
 Exit codes: 2 for a bad command line or refused options; gunicorn's own afterwards (0 on SIGTERM,
 3 when the worker halts the server: engine registration timeout, engine death).
 
@@ -38,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     frontend.add_argument("--grpc-listen-fd", type=int, default=None,
                           help="accepted; greenfront serves no gRPC")
     frontend.add_argument("--args-json", required=True)
+    from launch.serve import add_parser
+    add_parser(commands)
     return parser
 
 
@@ -52,7 +56,6 @@ def launch_settings(ns: argparse.Namespace) -> dict[str, str]:
     settings.update({
         "GREENFRONT_ENGINE": "launched",
         "GREENFRONT_BIND": f"fd://{ns.listen_fd}",
-        "GREENFRONT_WORKERS": "1",
         "GREENFRONT_INPUT_FD": str(ns.input_listener_fd),
         "GREENFRONT_OUTPUT_FD": str(ns.output_listener_fd),
         "GREENFRONT_ENGINE_START": str(ns.engine_start_index),
@@ -62,8 +65,25 @@ def launch_settings(ns: argparse.Namespace) -> dict[str, str]:
     return settings
 
 
+def exec_gunicorn(settings: dict[str, str]) -> None:
+    """Replace this process by gunicorn serving greenfront with ``settings`` over the
+    environment (the command line's settings win)."""
+    env = dict(os.environ)
+    env.update(settings)
+    os.chdir(ROOT)
+    args = [sys.executable, "-m", "gunicorn", "-c", os.path.join(ROOT, "gunicorn.conf.py"),
+            "app:api"]
+    os.execve(sys.executable, args, env)
+
+
 def main(argv: list[str] | None = None) -> int:
-    ns = build_parser().parse_args(argv)
+    parser = build_parser()
+    ns, extra = parser.parse_known_args(argv)
+    if ns.command == "serve":
+        from launch import serve
+        return serve.main(ns, extra)
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         settings = launch_settings(ns)
     except (ValueError, UnsupportedOptions) as exc:
@@ -78,12 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     if ns.grpc_listen_fd is not None:
         print("greenfront: --grpc-listen-fd given; greenfront serves no gRPC, only HTTP",
               file=sys.stderr)
-    env = dict(os.environ)
-    env.update(settings)
-    os.chdir(ROOT)
-    args = [sys.executable, "-m", "gunicorn", "-c", os.path.join(ROOT, "gunicorn.conf.py"),
-            "app:api"]
-    os.execve(sys.executable, args, env)
+    exec_gunicorn(settings)
     return 0  # not reached
 
 

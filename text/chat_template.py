@@ -29,6 +29,8 @@ import jinja2.meta
 import jinja2.nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from text.content_parts import part_error
+
 EMPTY_CONVERSATION_MESSAGE = (
     "Cannot apply chat template to an empty conversation. Provide at least one message."
 )
@@ -147,12 +149,9 @@ def _compile(source: str) -> _Compiled:
 # -- messages -------------------------------------------------------------------------------------
 
 
-def _part_text(part: Any) -> str | None:
-    """The text of one content part, None to skip it; raises for parts a text model rejects."""
-    if isinstance(part, str):
-        return part
-    if not isinstance(part, Mapping):
-        raise ChatTemplateError("Invalid 'type' field in multimodal part.", parameter="type")
+def _part_text(part: Mapping[str, Any]) -> Any:
+    """The payload of one content part object (not checked to be a string), None to skip it;
+    raises for parts a text model rejects."""
     part_type = part.get("type")
     if part_type is None or part.get("uuid") is not None:
         for key in _MEDIA_KEYS:
@@ -204,12 +203,23 @@ def _content_text(role: str, content: Any) -> str:
         parts: list[Any] = []
     elif isinstance(content, str):
         parts = [content]
+    elif isinstance(content, Mapping) and content:
+        # vLLM iterates an object as its keys, none of which is a part object.
+        raise ChatTemplateError(part_error(role, 0, next(iter(content))) or
+                                "Message content must be a string or a list of parts.")
     else:
         parts = list(content)
     if role == "system":
         parts = _strip_billing_header(parts)
-    # Empty parts are dropped, not joined: ["", "no"] -> "no".
-    texts = [t for t in (_part_text(p) for p in parts) if t]
+    texts = []
+    for index, part in enumerate(parts):
+        text = _part_text(part) if isinstance(part, Mapping) else part
+        if not isinstance(part, Mapping | str) or (text is not None and not isinstance(text, str)):
+            # Not an object, or a text payload that is no string: vLLM's pydantic 400.
+            raise ChatTemplateError(part_error(role, index, part) or (
+                f"Content part {index} must be a string or an object with a string payload."))
+        if text:  # empty parts are dropped, not joined: ["", "no"] -> "no"
+            texts.append(text)
     return "\n".join(texts)
 
 

@@ -37,9 +37,11 @@ go in one EngineCoreOutputs message).
 Tokens: --output-mode echo|random (random). echo cycles through the prompt,
 skipping its first token when the prompt is longer than one (usually BOS).
 random draws ids in [1000, --vocab-size 131072) from a hash of --seed (0) and
-the request id (or the request's own ``seed`` when it has one, so seeded
-requests repeat across runs); set --vocab-size to the served tokenizer's size
-so random ids decode. --eos-after N (0 = never) makes the N-th token
+the request's own ``seed`` when it has one (seeded requests repeat across
+runs), else for greedy requests (temperature 0) the prompt and the adapter (the
+same prompt gives the same tokens every time, as a real engine's argmax does),
+else the request id; set --vocab-size to the served tokenizer's size so random
+ids decode. --eos-after N (0 = never) makes the N-th token
 the request's ``_eos_token_id`` when it has one.
 
 Finishing: STOP on ``_eos_token_id`` (stop_reason nil) or a ``stop_token_ids``

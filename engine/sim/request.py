@@ -10,6 +10,7 @@ Runs on: the simulator process.
 
 from __future__ import annotations
 
+import array
 import zlib
 from typing import Any
 
@@ -22,6 +23,9 @@ __all__ = ["FIRST_ORDINARY_TOKEN", "FULL_VOCAB_LOGPROBS_CAP", "SimRequest"]
 FIRST_ORDINARY_TOKEN = 1000
 #: logprobs = -1 means "whole vocabulary"; the simulator sends this many columns instead.
 FULL_VOCAB_LOGPROBS_CAP = 20
+
+#: Below this temperature vLLM samples greedily (its ``_SAMPLING_EPS``).
+GREEDY_EPSILON = 1e-5
 
 _MODE_RANDOM, _MODE_ECHO, _MODE_LIST = 0, 1, 2
 _MASK32 = 0xFFFFFFFF
@@ -44,6 +48,24 @@ def _knob(extra: dict, name: str, kind: type, warn: list[str]) -> Any:
         warn.append(f"ignoring extra_args.{name}={value!r} (expected {kind.__name__})")
         return None
     return value
+
+
+def _sampling_key(sim_seed: int, req: EngineCoreRequest) -> bytes:
+    """What a request's random tokens derive from, as what a real engine's output depends on.
+
+    Seeded: the seed (the request ids carry random suffixes, so seeded requests repeat across
+    runs). Greedy (temperature below vLLM's epsilon) and unseeded: the prompt and the adapter,
+    so the same prompt gives the same tokens every time, as argmax does. Otherwise the request
+    id: every sampled request differs.
+    """
+    sp = req.sampling_params
+    if sp.seed is not None:
+        return f"{sim_seed}:seed:{sp.seed}".encode()
+    if sp.temperature < GREEDY_EPSILON:
+        lora = req.lora_request.lora_int_id if req.lora_request else ""
+        prompt = array.array("q", req.prompt_token_ids or ()).tobytes()
+        return f"{sim_seed}:greedy:{lora}:".encode() + prompt
+    return f"{sim_seed}:{req.request_id}".encode()
 
 
 class SimRequest:
@@ -98,9 +120,7 @@ class SimRequest:
             self.tokens = self.prompt[1:] if self.prompt_len > 1 else list(self.prompt)
         else:
             self.mode = _MODE_RANDOM
-        # Seeded requests repeat across runs (their ids carry random suffixes).
-        key = f"{cfg.seed}:seed:{sp.seed}" if sp.seed is not None else f"{cfg.seed}:{req.request_id}"
-        self.base = zlib.crc32(key.encode())
+        self.base = zlib.crc32(_sampling_key(cfg.seed, req))
         if self.vocab > FIRST_ORDINARY_TOKEN + 1:
             self.span = self.vocab - FIRST_ORDINARY_TOKEN
         else:

@@ -252,10 +252,13 @@ class WeightUpdateStepResource(_Resource):
         reply_json(resp, {"message": self._message})
 
 
+FINISH_WEIGHT_UPDATE_FIELDS = [("weight_version", v_nullable(v_str()), None)]
+UPDATE_WEIGHT_VERSION_FIELDS = [("new_version", v_str(), MISSING)]
+
+
 class FinishWeightUpdateResource(_Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        body = parse_fields(_optional_json_object(req),
-                            [("weight_version", v_nullable(v_str()), None)])
+        body = parse_fields(_optional_json_object(req), FINISH_WEIGHT_UPDATE_FIELDS)
         client = self._client()
         call_all(client, "collective_rpc", ["finish_weight_update", None, [], None],
                  timeout=NO_TIMEOUT)
@@ -266,7 +269,7 @@ class FinishWeightUpdateResource(_Resource):
 
 class UpdateWeightVersionResource(_Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        body = parse_fields(_optional_json_object(req), [("new_version", v_str(), MISSING)])
+        body = parse_fields(_optional_json_object(req), UPDATE_WEIGHT_VERSION_FIELDS)
         call_all(self._client(), "set_weight_version", [body["new_version"]])
         reply_json(resp, {"success": True, "new_version": body["new_version"]})
 

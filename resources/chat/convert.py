@@ -28,18 +28,31 @@ NO_TEMPLATE = ("As of transformers v4.44, default chat template is no longer all
                "provide a chat template if the tokenizer does not define one.")
 
 
+#: Values that leave a kwarg unset when merged over another (vLLM's ``merge_kwargs``).
+_UNSET = (None, "auto")
+
+
+def _merged(defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    return {**defaults, **{k: v for k, v in overrides.items()
+                           if not any(v is u or v == u for u in _UNSET)}}
+
+
 def template_kwargs(ctx: ServingContext, f: dict[str, Any]) -> dict[str, Any]:
-    """Server defaults, then the request's ``chat_template_kwargs``, then the top-level fields
-    that vLLM merges over them (None values skipped), §4.2 step 2."""
-    kwargs = dict(ctx.default_chat_template_kwargs or {})
+    """The chat template kwargs as vLLM 0.32 merges them (§4.2 step 2): the request's
+    ``chat_template_kwargs`` under the request's own flags (``add_generation_prompt``,
+    ``continue_final_message``, ``documents``, ``reasoning_effort`` and the ``enable_thinking``
+    it implies), all of that over the server's ``--default-chat-template-kwargs``; a value of
+    None or "auto" never overrides. The same dict reaches the engine with a reasoning parser."""
     request_kwargs = f.get("chat_template_kwargs") or {}
-    kwargs.update(request_kwargs)
+    flags = {"add_generation_prompt": f["add_generation_prompt"],
+             "continue_final_message": f["continue_final_message"],
+             "documents": f.get("documents"), "reasoning_effort": f.get("reasoning_effort")}
     effort = f.get("reasoning_effort")
-    if effort is not None:
-        kwargs["reasoning_effort"] = effort
-        if "enable_thinking" not in request_kwargs:
-            kwargs["enable_thinking"] = effort != "none"
-    return kwargs
+    if effort is not None and "enable_thinking" not in request_kwargs:
+        flags["enable_thinking"] = effort != "none"
+    kwargs = _merged(request_kwargs, flags)
+    defaults = ctx.default_chat_template_kwargs
+    return _merged(defaults, kwargs) if defaults else kwargs
 
 
 def tool_dicts(tools: list[dict] | None) -> list[dict] | None:
@@ -92,6 +105,23 @@ def chat_parsing(ctx: ServingContext, f: dict[str, Any]) -> ChatParsing | None:
     return setup
 
 
+def engine_reasoning(ctx: ServingContext, f: dict[str, Any],
+                     prompt_ids: list[int]) -> tuple[bool | None, dict | None]:
+    """The ADD's ``reasoning_ended`` and ``reasoning_parser_kwargs`` as vLLM 0.32's chat frontend
+    sets them (a structured-output grammar applies once the thought is over): True when the
+    answer leaves the reasoning out; with a reasoning parser, whether the prompt already closed
+    the thought, and the chat template kwargs for the engine's own reasoning parser; otherwise
+    None (the engine decides)."""
+    parser = ctx.output_parsers.reasoning_parser
+    kwargs = {"chat_template_kwargs": template_kwargs(ctx, f)} if parser is not None else None
+    if not f["include_reasoning"]:
+        return True, kwargs
+    if parser is None:
+        return None, None
+    instance = parser(ctx.output_parsers.vocab, kwargs["chat_template_kwargs"])
+    return instance.prompt_ends_reasoning(prompt_ids), kwargs
+
+
 def render_prompt(ctx: ServingContext, f: dict[str, Any]) -> tuple[list[dict], str]:
     """(conversation, prompt text) for the validated fields; template errors become 400s."""
     try:
@@ -136,6 +166,7 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
     conversation, prompt_text = render_prompt(ctx, f)
     parsing = chat_parsing(ctx, f)
     ids = tokenize_texts(ctx, [prompt_text], rule)[0]
+    reasoning_ended, reasoning_kwargs = engine_reasoning(ctx, f, ids)
 
     stream = bool(f["stream"])
     include_usage, continuous = usage_flags(f, ctx) if stream else (False, False)
@@ -172,4 +203,5 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
         echo_content=echo_content if isinstance(echo_content, str) else "",
         return_prompt_text=bool(f["return_prompt_text"]),
         prompt_text=prompt_text if f["return_prompt_text"] else None, lora_request=lora,
-        chat_parsing=parsing)
+        chat_parsing=parsing, reasoning_ended=reasoning_ended,
+        reasoning_parser_kwargs=reasoning_kwargs)

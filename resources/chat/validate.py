@@ -15,8 +15,11 @@ from typing import Any
 
 from errors import InvalidRequest
 from resources.common.context import ServingContext
-from resources.common.fields import INVALID, add_error
-from resources.common.sampling_rules import check_logprob_counts, refuse_unimplemented
+from resources.common.fields import INVALID, add_error, described
+from resources.common.fields import INVALID, add_error, with_schema
+from resources.common.sampling_rules import (check_logprob_counts, check_thinking_token_budget,
+                                             refuse_unimplemented)
+from resources.common.structured_outputs import check_structural_tags
 
 # vLLM's message union, in order: (class name, required role literal or None for "any string",
 # fields in declaration order as (name, rule)). Rules: "text" = str or iterable of parts,
@@ -35,6 +38,36 @@ _UNION = (
                                                         ("role", "role"))),
     ("CustomChatCompletionMessageParam", None, (("role", "anystr"), ("content", "content?"))),
 )
+
+
+_PARTS = {"type": "array", "items": {"type": "object"}}
+#: The JSON Schema of each content rule of ``_UNION``: (schema, required).
+_RULE_SCHEMAS = {
+    "text": ({"anyOf": [{"type": "string"}, _PARTS]}, True),
+    "text?": ({"anyOf": [{"type": "string"}, _PARTS, {"type": "null"}]}, False),
+    "str": ({"type": "string"}, True),
+    "anystr": ({"type": "string"}, True),
+    "str?": ({"anyOf": [{"type": "string"}, {"type": "null"}]}, True),
+    "content?": ({"anyOf": [{"type": "string"}, _PARTS]}, False),
+}
+
+
+def message_schema() -> dict:
+    """The JSON Schema of one message: any member of ``_UNION`` (what ``v_message`` accepts)."""
+    members = []
+    for name, role, rules in _UNION:
+        properties, required = {}, []
+        for field, rule in rules:
+            if rule == "role":
+                schema, needed = {"type": "string", "enum": [role]}, True
+            else:
+                schema, needed = _RULE_SCHEMAS[rule]
+            properties[field] = schema
+            if needed:
+                required.append(field)
+        members.append({"type": "object", "title": name, "properties": properties,
+                        "required": required})
+    return {"anyOf": members}
 
 
 def _content_errors(rule: str, value: Any, loc: tuple, errors: list) -> None:
@@ -81,7 +114,7 @@ def _alternative_errors(name: str, role: str | None, rules: tuple, message: dict
     return errors
 
 
-def v_message(value: Any, loc: tuple, errors: list) -> Any:
+def _v_message(value: Any, loc: tuple, errors: list) -> Any:
     """One chat message: accepted when any member of vLLM's union accepts it; otherwise every
     member's errors, as pydantic reports a failed union."""
     if not isinstance(value, dict):
@@ -105,6 +138,10 @@ def v_message(value: Any, loc: tuple, errors: list) -> Any:
                   "Input should be a valid list", value.get("content"))
     errors.extend(collected)
     return INVALID
+
+
+v_message = with_schema(described(_v_message, "message", roles=tuple(r for _, r, _ in _UNION if r)),
+                        message_schema())
 
 
 def _check_tools_raw(body: dict) -> None:
@@ -186,6 +223,8 @@ def check_raw(body: dict) -> None:
     if isinstance(rf, dict) and rf.get("type") == "json_schema" and rf.get("json_schema") is None:
         raise InvalidRequest("When response_format type is 'json_schema', the 'json_schema' "
                              "field must be provided.", param="response_format")
+    check_structural_tags(body)
+    check_thinking_token_budget(body.get("thinking_token_budget"))
     messages = body.get("messages")
     if isinstance(messages, list):  # the deprecated spelling is renamed before validation
         for msg in messages:

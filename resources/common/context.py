@@ -51,8 +51,8 @@ class ServingContext:
         max_stop_strings: ``VLLM_MAX_STOP_STRINGS``.
         max_n: ``VLLM_MAX_N_SEQUENCES``.
         max_completion_prompts: ``VLLM_MAX_COMPLETION_PROMPTS``.
-        structured_outputs_backend: the ``_backend`` written into structured-output params
-            (``GREENFRONT_STRUCTURED_OUTPUTS_BACKEND``).
+        structured_outputs_backend: ``--structured-outputs-config``'s backend (``auto`` resolves
+            per request, as vLLM's frontend does).
         special_tokens: ``bos_token``/``eos_token``/... text for request chat templates (used only
             with ``trust_request_chat_template``).
         adapters: the runtime LoRA adapters a request may name as ``model``
@@ -78,7 +78,7 @@ class ServingContext:
     max_stop_strings: int = 4
     max_n: int = 16384
     max_completion_prompts: int = 1024
-    structured_outputs_backend: str = "xgrammar"
+    structured_outputs_backend: str = "auto"
     special_tokens: dict = field(default_factory=dict)
     adapters: AdapterLookup | None = None
     output_parsers: OutputParsers = field(default_factory=OutputParsers)

@@ -22,6 +22,9 @@ from resources.common.fields import (collect_fields, parse_fields, require_objec
                                      validation_error)
 from resources.tokenize import types
 
+MAX_TOKENIZER_ID = 2 ** 32 - 1
+"""The largest id Hugging Face ``tokenizers`` can decode (ids are u32 there)."""
+
 
 def _pick_form(body: dict) -> tuple[str, dict]:
     """vLLM's body is the union ``completion form | chat form``: the chat form when it validates
@@ -68,9 +71,14 @@ def detokenize(body: Any, ctx: ServingContext) -> bytes:
 
     Raises:
         RequestValidationError: e.g. a negative id (§8.2).
+        InvalidRequest: an id past 2^32 - 1, which no tokenizer can hold.
         ModelNotFound: unknown ``model``.
     """
     body = require_object(body)
     f = parse_fields(body, types.DETOKENIZE_FIELDS)
     ctx.check_model(f["model"])
+    if f["tokens"] and max(f["tokens"]) > MAX_TOKENIZER_ID:
+        # The field allows any i64 (as vLLM's does), the tokenizer only u32 ids; vLLM answers
+        # the tokenizer's OverflowError with this 400.
+        raise InvalidRequest("number too large to fit in target type")
     return dumps({"prompt": ctx.tokenizer.decode(f["tokens"], False)})

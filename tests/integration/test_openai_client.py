@@ -111,3 +111,16 @@ def test_metrics_count_requests_and_show_engine_stats(client, server):
     assert success in text
     assert 'vllm:num_requests_running{engine="0",model_name="tiny"}' in text
     assert "vllm:generation_tokens_total" in text
+
+
+def test_greedy_completions_repeat_and_sampled_ones_differ(client):
+    """The simulator samples like an engine: argmax repeats for a prompt, sampling does not."""
+    def text(prompt: str, **kwargs) -> str:
+        return client.completions.create(
+            model="tiny", prompt=prompt, max_tokens=8, extra_body={
+                "vllm_xargs": {"sim_output_mode": "random"}}, **kwargs).choices[0].text
+
+    greedy = text("Once upon a time", temperature=0)
+    assert text("Once upon a time", temperature=0) == greedy
+    assert text("Twice upon a time", temperature=0) != greedy
+    assert text("Once upon a time", temperature=1) != text("Once upon a time", temperature=1)

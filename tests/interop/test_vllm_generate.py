@@ -7,17 +7,13 @@ answers 403); greenfront serves it always. ``request_id`` and ``created`` vary a
 """
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
 
 import pytest
 import requests
 
-from tests.integration.harness import ROOT, GreenfrontServer, free_port
-from tests.interop.peers import SERVE_ARGS, VllmProcess, requires_peers
+from tests.integration.harness import GreenfrontServer
+from tests.interop.peers import requires_peers, vllm_frontend_on_simulator
 
 pytestmark = requires_peers
 
@@ -32,25 +28,10 @@ def _normalized(body: bytes) -> bytes:
 
 @pytest.fixture(scope="module")
 def frontends(tmp_path_factory, model_dir):
-    logs = tmp_path_factory.mktemp("vllm-generate")
-    port, rpc_port = free_port(), free_port()
-    theirs = VllmProcess(["--port", str(port)] + SERVE_ARGS + [
-        "--disable-log-stats", "--enable-scale-out", "--data-parallel-size", "1",
-        "--data-parallel-size-local", "0", "--data-parallel-address", "127.0.0.1",
-        "--data-parallel-rpc-port", str(rpc_port)], str(logs / "frontend.log"), port=port)
-    engine = subprocess.Popen(
-        [sys.executable, "-m", "engine.sim", "--handshake", f"tcp://127.0.0.1:{rpc_port}", *SIM],
-        cwd=ROOT, stdout=open(logs / "sim.log", "wb"), stderr=subprocess.STDOUT,
-        start_new_session=True)
-    ours = GreenfrontServer(model_dir, sim_args=" ".join(SIM))
-    try:
-        ours.start()
-        yield ours, theirs.wait_healthy()
-    finally:
-        ours.stop()
-        theirs.kill()
-        os.killpg(engine.pid, signal.SIGKILL)
-        engine.wait()
+    logs = str(tmp_path_factory.mktemp("vllm-generate"))
+    with vllm_frontend_on_simulator(logs, ["--enable-scale-out"]) as theirs:
+        with GreenfrontServer(model_dir, sim_args=" ".join(SIM)) as ours:
+            yield ours, theirs
 
 
 PROMPT = [1, 22177, 1044, 1307, 5498]

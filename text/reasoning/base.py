@@ -130,6 +130,9 @@ class ThinkTagParser(ReasoningParser):
 BUILTIN: dict[str, str] = {
     "deepseek_r1": "deepseek_r1",
     "qwen3": "qwen3",
+    "glm45": "glm45",
+    "kimi_k2": "kimi_k2",
+    "minimax_m2": "minimax_m2",
 }
 
 _registered: dict[str, type[ReasoningParser]] = {}

@@ -509,3 +509,23 @@ def test_handshake_mode(start: Any) -> None:
     assert sim.call("get_supported_tasks").value == ["generate"]
     sim.add("hs-1", max_tokens=2)
     assert _tokens(sim.collect("hs-1")) == [501, 502]
+
+
+def test_greedy_requests_repeat_per_prompt_and_sampled_ones_differ(shared: Sim) -> None:
+    """As a real engine: argmax depends on the prompt (and the adapter), not the request."""
+    random = {"sim_output_mode": "random"}
+
+    def tokens(rid: str, prompt: list[int] = PROMPT, **sp: Any) -> list[int]:
+        shared.add(rid, prompt, max_tokens=6, extra_args=random, **sp)
+        return _tokens(shared.collect(rid))
+
+    greedy = tokens("greedy-a")
+    assert tokens("greedy-b") == greedy and len(set(greedy)) > 1
+    assert tokens("greedy-c", [1, 2, 3]) != greedy
+    adapter = LoRARequest("ad", 7, "/ad")
+    shared.add("greedy-lora", PROMPT, lora=adapter, max_tokens=6, extra_args=random)
+    assert _tokens(shared.collect("greedy-lora")) != greedy
+    sampled = tokens("sampled-a", temperature=1.0)
+    assert tokens("sampled-b", temperature=1.0) != sampled
+    assert tokens("seeded-a", temperature=1.0, seed=3) == tokens("seeded-b", temperature=1.0,
+                                                                   seed=3)

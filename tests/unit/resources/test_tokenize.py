@@ -81,3 +81,72 @@ def test_errors_verbatim(ctx):
         '{"error":{"message":"2 validation errors:\\n  {\'type\': \'missing\', '
         "'loc': 'body.prompt'")
     assert error(tokenize, ctx, [1])[1].count("model_attributes_type") == 1
+
+
+# Regressions (issue 10): these answered 500 (a TypeError while joining the parts, and the
+# tokenizer's OverflowError). vLLM 0.32's answers, captured from its Python frontend.
+DOCS = "    For further information visit https://errors.pydantic.dev/2.14/v/"
+
+
+def _vllm_part_error(lines: list[tuple[str, str, str, str]]) -> str:
+    """pydantic's ValidationError text for one lazily validated content part."""
+    head = f"{len(lines)} validation error{'s' if len(lines) != 1 else ''} for ValidatorIterator"
+    return "\n".join([head] + [f"{loc}\n  {msg} [type={kind}, {inp}]\n{DOCS}{kind}"
+                               for loc, msg, kind, inp in lines])
+
+
+def _bad_request(message: str) -> tuple[int, str]:
+    return 400, dumps({"error": {"message": message, "type": "BadRequestError", "param": None,
+                                 "code": 400}}).decode()
+
+
+@pytest.mark.parametrize("text,shown", [(True, "input_value=True, input_type=bool"),
+                                        (5, "input_value=5, input_type=int"),
+                                        (2.5, "input_value=2.5, input_type=float")])
+def test_a_text_part_that_is_not_a_string_gets_vllms_400(ctx, text, shown):
+    part = {"type": "text", "text": text}
+    dict_shown = f"input_value={part!r}, input_type=dict"
+    expected = _vllm_part_error([
+        ("0.ChatCompletionContentPartTextParam.text", "Input should be a valid string",
+         "string_type", shown),
+        ("0.ChatCompletionContentPartImageParam.image_url", "Field required", "missing",
+         dict_shown),
+        ("0.ChatCompletionContentPartImageParam.type", "Input should be 'image_url'",
+         "literal_error", "input_value='text', input_type=str"),
+        ("0.ChatCompletionContentPartInputAudioParam.input_audio", "Field required", "missing",
+         dict_shown),
+        ("0.ChatCompletionContentPartInputAudioParam.type", "Input should be 'input_audio'",
+         "literal_error", "input_value='text', input_type=str"),
+        ("0.File.file", "Field required", "missing", dict_shown),
+        ("0.File.type", "Input should be 'file'", "literal_error",
+         "input_value='text', input_type=str"),
+    ])
+    body = {"messages": [{"role": "user", "content": [part]}]}
+    assert error(tokenize, ctx, body) == _bad_request(expected)
+
+
+def test_a_part_that_is_not_an_object_gets_vllms_400_per_role(ctx):
+    system = {"messages": [{"role": "system", "content": [True]}]}
+    assert error(tokenize, ctx, system) == _bad_request(_vllm_part_error([
+        ("0", "Input should be a valid dictionary", "dict_type",
+         "input_value=True, input_type=bool")]))
+    assistant = {"messages": [{"role": "user", "content": "hi"},
+                              {"role": "assistant", "content": [{"type": "text", "text": "a"},
+                                                                7]}]}
+    assert error(tokenize, ctx, assistant) == _bad_request(_vllm_part_error([
+        (f"1.{name}", "Input should be a valid dictionary", "dict_type",
+         "input_value=7, input_type=int")
+        for name in ("ChatCompletionContentPartTextParam",
+                     "ChatCompletionContentPartRefusalParam")]))
+    long_text = {"messages": [{"role": "tool", "tool_call_id": "c",
+                               "content": [{"type": "text", "text": [1] * 30}]}]}
+    assert error(tokenize, ctx, long_text) == _bad_request(_vllm_part_error([
+        ("0.text", "Input should be a valid string", "string_type",
+         "input_value=[1, 1, 1, 1, 1, 1, 1, 1, ... 1, 1, 1, 1, 1, 1, 1, 1], input_type=list")]))
+
+
+@pytest.mark.parametrize("tokens", [[2 ** 32], [5, 2 ** 63 - 1], [4294967296.0]])
+def test_detokenize_ids_past_u32_get_vllms_400(ctx, tokens):
+    assert error(detokenize, ctx, {"tokens": tokens}) == _bad_request(
+        "number too large to fit in target type")
+    assert detokenize({"tokens": [2 ** 32 - 1, 2 ** 31]}, ctx) == b'{"prompt":""}'
