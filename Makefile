@@ -28,9 +28,6 @@ run: setup
 	GREENFRONT_SERVED_MODEL_NAME=$${GREENFRONT_SERVED_MODEL_NAME:-tiny} \
 	$(VENV)/bin/gunicorn -c gunicorn.conf.py app:api
 
-# One whole suite at a time per machine: several checkouts on one machine running it at once
-# starve each other's real-process integration tests (the lock is free on CI).
-test: SHELL = flock /tmp/greenfront-make-test.lock /bin/sh
 test: setup
 	GREENFRONT_TEST_MODEL_DIR=$(CURDIR)/$(MODEL) GREENFRONT_TEST_MARKER_MODEL_DIR=$(CURDIR)/$(MARKER_MODEL) $(PY) -m pytest -q
 
