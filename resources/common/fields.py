@@ -221,7 +221,7 @@ def v_literal(*choices: str) -> Validator:
 
 
 def v_any() -> Validator:
-    return with_schema(lambda value, loc, errors: value, {})
+    return described(with_schema(lambda value, loc, errors: value, {}), "any")
 
 
 # ---- containers -----------------------------------------------------------------------------
