@@ -139,13 +139,16 @@ CONFIGS.update({
 })
 
 
+#: Streamed, an unfinished thought's ``reasoning_tokens`` from vLLM counts only the thought tokens
+#: its lexer had released when the output ended, and that varies from run to run with how the
+#: engine's steps fall into deltas (seen for glm45: 2 of 4 in one run, 4 of 4 in another; for qwen3
+#: both ways too). greenfront counts all of them, as vLLM does unstreamed. Those cases compare
+#: everything else.
+UNSTABLE_REASONING_COUNT = {"unfinished-thought"}
+
 #: (config, case, stream) where greenfront differs from vLLM 0.32 today, and why. Strict: a case
 #: that starts to agree fails until it is taken off this list.
 KNOWN_DIFFERENCES = {
-    **{(config, "unfinished-thought", True): "streamed reasoning_tokens: vLLM's engine counts "
-       "only the thought tokens its lexer has released when the output ends (2 of 4 for glm45, "
-       "0 for kimi_k2 and minimax_m2); greenfront counts all of them, as vLLM does unstreamed"
-       for config in ("hermes+glm45", "kimi_k2", "minimax_m2")},
     **{("kimi_k2", "tool-marker-ends-thought", stream): "<|tool_calls_section_begin|> is a "
        "special token: vLLM's detokenizer drops it from the text, greenfront's keeps it"
        for stream in (False, True)},
@@ -183,4 +186,8 @@ def test_same_answers_as_vllm(request, pair, tok, index, stream):
     if stream:
         body.update(stream=True, stream_options={"include_usage": True})
     theirs, ours = pair.both(tok, text, **body)
+    if stream and name in UNSTABLE_REASONING_COUNT:
+        for answer in (theirs, ours):
+            ((answer.get("usage") or {}).get("completion_tokens_details") or {}).pop(
+                "reasoning_tokens", None)
     assert ours == theirs, f"{pair.config} / {name}"
