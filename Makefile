@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 MODEL  := models/tekken-tiny
+MARKER_MODEL := models/tekken-markers
 PORT   ?= 8000
 WORKERS ?= 1
 
@@ -20,23 +21,21 @@ setup: $(VENV)/.installed model
 
 model: $(VENV)/.installed
 	$(PY) -m text.make_default_model $(MODEL)
+	$(PY) -m text.make_default_model $(MARKER_MODEL) --markers
 
 run: setup
 	GREENFRONT_BIND=0.0.0.0:$(PORT) GREENFRONT_WORKERS=$(WORKERS) \
 	GREENFRONT_SERVED_MODEL_NAME=$${GREENFRONT_SERVED_MODEL_NAME:-tiny} \
 	$(VENV)/bin/gunicorn -c gunicorn.conf.py app:api
 
-# One whole suite at a time per machine: several checkouts on one machine running it at once
-# starve each other's real-process integration tests (the lock is free on CI).
-test: SHELL = flock /tmp/greenfront-make-test.lock /bin/sh
 test: setup
-	GREENFRONT_TEST_MODEL_DIR=$(CURDIR)/$(MODEL) $(PY) -m pytest -q
+	GREENFRONT_TEST_MODEL_DIR=$(CURDIR)/$(MODEL) GREENFRONT_TEST_MARKER_MODEL_DIR=$(CURDIR)/$(MARKER_MODEL) $(PY) -m pytest -q
 
 test-unit: setup
-	GREENFRONT_TEST_MODEL_DIR=$(CURDIR)/$(MODEL) $(PY) -m pytest -q tests/unit
+	GREENFRONT_TEST_MODEL_DIR=$(CURDIR)/$(MODEL) GREENFRONT_TEST_MARKER_MODEL_DIR=$(CURDIR)/$(MARKER_MODEL) $(PY) -m pytest -q tests/unit
 
 test-integration: setup
-	GREENFRONT_TEST_MODEL_DIR=$(CURDIR)/$(MODEL) $(PY) -m pytest -q tests/integration
+	GREENFRONT_TEST_MODEL_DIR=$(CURDIR)/$(MODEL) GREENFRONT_TEST_MARKER_MODEL_DIR=$(CURDIR)/$(MARKER_MODEL) $(PY) -m pytest -q tests/integration
 
 # Property-based suite (tests/fuzz): generated bodies for every endpoint against one real
 # deployment, bounded by the Hypothesis profile (fuzz: a few thousand cases, a few minutes; quick;
@@ -54,7 +53,7 @@ interop-setup:
 	PEERS=$(PEERS) bash interop/setup.sh
 
 interop: setup interop-setup
-	PEERS=$(PEERS) GREENFRONT_TEST_MODEL_DIR=$(CURDIR)/$(MODEL) $(PY) -m pytest -q tests/interop
+	PEERS=$(PEERS) GREENFRONT_TEST_MODEL_DIR=$(CURDIR)/$(MODEL) GREENFRONT_TEST_MARKER_MODEL_DIR=$(CURDIR)/$(MARKER_MODEL) $(PY) -m pytest -q tests/interop
 
 # Benchmark (bench/README.md): greenfront on the simulator, report in bench/results/<timestamp>/.
 # BENCH_ARGS adds options, e.g. BENCH_ARGS="--vllm-peers python,rust" or "--target URL".
@@ -69,4 +68,4 @@ soak: setup
 	$(PY) -m bench --soak $(SOAK_ARGS)
 
 clean:
-	rm -rf $(VENV) $(MODEL)
+	rm -rf $(VENV) $(MODEL) $(MARKER_MODEL)

@@ -15,6 +15,8 @@ import falcon
 from config import Config
 from middleware import errors as error_handlers
 from middleware.auth import AuthMiddleware
+from middleware.drain import DrainMiddleware
+from middleware.http_headers import Cors, RequestId
 from middleware.http_metrics import HttpMetrics
 from middleware.offload import OffloadMiddleware
 from resources.admin import register_admin_routes
@@ -24,13 +26,16 @@ from resources.generate.resource import GenerateResource
 from resources.health import (HealthResource, LoadResource, MetricsResource, ReadyResource,
                               VersionResource)
 from resources.models import ModelsResource
+from resources.openapi import OpenApiResource
 from resources.tokenize.resource import DetokenizeResource, TokenizeResource
+from runtime import accept, shutdown
 from runtime.request_pool import get_pool
 from runtime.state import WorkerState
 
 
-def build_api(config: Config, state: WorkerState | None = None) -> HttpMetrics:
-    """The WSGI callable: the Falcon app wrapped by the offload driver and the HTTP metrics."""
+def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddleware:
+    """The WSGI callable: the Falcon app wrapped by the offload driver, the HTTP metrics, CORS,
+    request ids and the drain."""
     state = state or WorkerState(config)
     app = falcon.App(middleware=[AuthMiddleware(config.api_keys)])
     error_handlers.install(app)
@@ -42,6 +47,7 @@ def build_api(config: Config, state: WorkerState | None = None) -> HttpMetrics:
     app.add_route("/load", LoadResource(state))
     app.add_route("/metrics", MetricsResource(state))
     app.add_route("/v1/models", ModelsResource(state))
+    app.add_route("/openapi.json", OpenApiResource(app))
     # OpenAI API and vLLM's tokenizer routes: offloaded to the request pool.
     app.add_route("/v1/completions", CompletionsResource(state))
     app.add_route("/v1/chat/completions", ChatCompletionsResource(state))
@@ -61,8 +67,27 @@ def build_api(config: Config, state: WorkerState | None = None) -> HttpMetrics:
     )
     # Outermost: a request's HTTP metrics cover all of it, a stream until its last byte.
     api = HttpMetrics(offload, state.metrics, lambda path: _route_template(app, path))
+    api.falcon_app = app  # the routes, as resources.openapi and its tests read them
     api.state = state  # for gunicorn's hooks (post_worker_init starts it, worker_exit stops it)
-    return api
+    # As vLLM stacks them: request ids outside, then (auth, inside Falcon) CORS.
+    wsgi = Cors(api, list(config.allowed_origins), list(config.allowed_methods),
+                list(config.allowed_headers), config.allow_credentials)
+    if config.enable_request_id_headers:
+        wsgi = RequestId(wsgi)
+    return DrainMiddleware(wsgi, _drain(config, state))
+
+
+def _drain(config: Config, state: WorkerState) -> shutdown.Drain:
+    """The worker's shutdown (``--shutdown-timeout``); gunicorn's SIGTERM starts it."""
+    window, _ = shutdown.plan(config.shutdown_timeout, config.engine_mode == "launched")
+
+    def abort_all(error: Exception) -> None:
+        if state.client is not None:
+            state.client.abort_all(error)
+    readiness = getattr(state, "readiness", None)
+    return shutdown.Drain(window, abort_all=abort_all,
+                          on_draining=readiness.set_draining if readiness else None,
+                          close_idle=accept.close_idle)
 
 
 def _route_template(app: falcon.App, path: str) -> str | None:

@@ -41,6 +41,7 @@ from settings import (  # noqa: F401  (the parsers are re-exported for declarati
     fingerprint,
     generation_config,
     json_object,
+    json_strings,
     names,
     niceness,
     non_negative_float,
@@ -59,6 +60,53 @@ DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
 README = os.path.join(HERE, "README.md")
 TABLE_BEGIN = "<!-- settings table: generated from config.py by `python -m config --readme` -->"
 TABLE_END = "<!-- end of settings table -->"
+
+
+#: Most workers the default picks: measured only up to 2 CPUs; the relay (engine.relay) sends
+#: each engine step to every worker, so its work grows with their number.
+WORKERS_CAP = 16
+#: Memory to allow per worker when picking the default: ~75-100 MB private per worker after a
+#: warm-up of 82k-token prompts (the tokenizers, ~260 MB, are shared from the master), with room
+#: for request bodies in flight.
+WORKER_MEMORY_BYTES = 256 << 20
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: its affinity, lowered by a cgroup v2 CPU quota."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, -(-int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cpus)
+
+
+def available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo in bytes, or None where there is none."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def default_worker_count() -> int:
+    """One worker per usable CPU (README: Workers, how this was measured), at most
+    ``WORKERS_CAP``, and no more than half the available memory holds."""
+    workers = min(usable_cpus(), WORKERS_CAP)
+    memory = available_memory()
+    if memory is not None:
+        workers = min(workers, max(1, memory // 2 // WORKER_MEMORY_BYTES))
+    return workers
 
 
 @dataclass(frozen=True)
@@ -163,10 +211,14 @@ class Config:
     default_chat_template_kwargs: dict | None = setting(
         ("GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS",), json_object, None,
         "a JSON object of chat template variables every chat request starts from "
-        "(`--default-chat-template-kwargs`)")
+        "(`--default-chat-template-kwargs`; vLLM's `cohere_format: cmd4` is added unless "
+        "given); request `chat_template_kwargs` override them, except None or `auto` values")
     structured_outputs_backend: str = setting(
-        ("GREENFRONT_STRUCTURED_OUTPUTS_BACKEND",), str, "xgrammar",
-        "the `_backend` written into the engine's structured-output parameters")
+        ("GREENFRONT_STRUCTURED_OUTPUTS_BACKEND",),
+        choice("auto", "xgrammar", "guidance", "outlines", "lm-format-enforcer"), "auto",
+        "the structured-outputs backend the engine requests name (`--structured-outputs-config`"
+        "'s `backend`): `auto` picks xgrammar per request, guidance for what xgrammar cannot "
+        "do, as vLLM does; `xgrammar`, `guidance`, `outlines`, `lm-format-enforcer`")
     use_generation_config: bool = setting(
         ("GREENFRONT_GENERATION_CONFIG",), generation_config, True,
         "`auto`: sampling defaults from the model's `generation_config.json`; `vllm`: none "
@@ -196,7 +248,9 @@ class Config:
         ("GREENFRONT_WORKER_SLOT",), int, 0,
         "this worker's slot (set by gunicorn.conf.py for each worker)")
     worker_count: int = setting(
-        ("GREENFRONT_WORKERS",), positive_int, 1, "gunicorn worker count")
+        ("GREENFRONT_WORKERS",), positive_int, default_worker_count(),
+        "gunicorn worker count, standalone and under `vllm serve` alike (README: Workers)",
+        shown=f"usable CPUs, capped by memory and at {WORKERS_CAP}")
     sim_args: str = setting(
         ("GREENFRONT_SIM_ARGS",), str, "",
         "extra simulator options, e.g. `--output-mode echo --itl-ms 5` "
@@ -223,6 +277,10 @@ class Config:
         "seconds a response's write may stay blocked by a client that reads nothing before the "
         "connection is shut and its engine requests aborted (0: never); see \"Slow and "
         "stalled clients\"")
+    shutdown_timeout: float = setting(
+        ("GREENFRONT_SHUTDOWN_TIMEOUT",), non_negative_float, 0.0,
+        "seconds in-flight requests may finish after SIGTERM (`--shutdown-timeout`); new "
+        "requests get 503 meanwhile; `0` aborts them at once, as vLLM's default")
     max_body_bytes: int = setting(
         ("GREENFRONT_MAX_BODY_BYTES",), positive_int, 256 * 1024 * 1024,
         "larger request bodies get 413")
@@ -259,6 +317,50 @@ class Config:
     runtime_lora_allowed_path_prefixes: tuple[str, ...] = setting(
         ("VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES",), names, (),
         "local LoRA adapter paths must be under a listed prefix when set")
+    enable_auto_tool_choice: bool = setting(
+        ("GREENFRONT_ENABLE_AUTO_TOOL_CHOICE",), boolean, False,
+        "vLLM's `--enable-auto-tool-choice`: with a tool call parser, serves `tool_choice` "
+        "`auto`/`required`/named")
+    tool_call_parser: str = setting(
+        ("GREENFRONT_TOOL_CALL_PARSER",), str, "",
+        "vLLM's `--tool-call-parser NAME` (`text/tool_parsers/`); an unknown name or a "
+        "tokenizer without its markers stops the start", shown="none")
+    tool_parser_plugin: str = setting(
+        ("GREENFRONT_TOOL_PARSER_PLUGIN",), str, "",
+        "vLLM's `--tool-parser-plugin`: a Python file that registers a parser class with "
+        "`text.tool_parsers.register_tool_parser`", shown="none")
+    reasoning_parser: str = setting(
+        ("GREENFRONT_REASONING_PARSER",), str, "",
+        "vLLM's `--reasoning-parser NAME` (`text/reasoning/`): `message.reasoning`, "
+        "`delta.reasoning`, reasoning token counts", shown="none")
+    allowed_origins: tuple[str, ...] = setting(
+        ("GREENFRONT_ALLOWED_ORIGINS",), json_strings, (),
+        "CORS: a JSON list of allowed origins, `[\"*\"]` for any (`--allowed-origins`)")
+    allowed_methods: tuple[str, ...] = setting(
+        ("GREENFRONT_ALLOWED_METHODS",), json_strings, ("*",),
+        "CORS: a JSON list of allowed methods (`--allowed-methods`)", shown='`["*"]`')
+    allowed_headers: tuple[str, ...] = setting(
+        ("GREENFRONT_ALLOWED_HEADERS",), json_strings, ("*",),
+        "CORS: a JSON list of allowed headers (`--allowed-headers`)", shown='`["*"]`')
+    allow_credentials: bool = setting(
+        ("GREENFRONT_ALLOW_CREDENTIALS",), boolean, False,
+        "CORS: allow credentials (`--allow-credentials`)")
+    enable_request_id_headers: bool = setting(
+        ("GREENFRONT_ENABLE_REQUEST_ID_HEADERS",), boolean, False,
+        "`X-Request-Id` on every response: the request's, else a fresh uuid4 hex "
+        "(`--enable-request-id-headers`)")
+    ssl_keyfile: str = setting(
+        ("GREENFRONT_SSL_KEYFILE",), str, "", "TLS private key file (`--ssl-keyfile`)")
+    ssl_certfile: str = setting(
+        ("GREENFRONT_SSL_CERTFILE",), str, "", "TLS certificate file (`--ssl-certfile`); with "
+        "a key, gunicorn serves HTTPS")
+    ssl_ca_certs: str = setting(
+        ("GREENFRONT_SSL_CA_CERTS",), str, "", "CA certificates for client certificates "
+        "(`--ssl-ca-certs`)")
+    ssl_cert_reqs: int = setting(
+        ("GREENFRONT_SSL_CERT_REQS",), non_negative_int, 0,
+        "whether client certificates are required: 0 none, 1 optional, 2 required "
+        "(`--ssl-cert-reqs`)")
     bind: str = setting(
         ("GREENFRONT_BIND",), str, "127.0.0.1:8000", "gunicorn bind address")
     log_level: str = setting(
@@ -314,6 +416,16 @@ class Config:
             for entry in sorted(os.listdir(snapshots)):
                 return os.path.join(snapshots, entry)
         return name
+
+    @property
+    def relayed(self) -> bool:
+        """Launched by ``vllm serve``: the workers reach the engines through ``engine.relay``,
+        the one process that owns the inherited engine listeners. With one worker too: the
+        relay starts before the master loads the tokenizers and forks, so the engines' queued
+        connections are accepted at once (a worker adopting them 30+ s later, on a loaded
+        machine, found connections the engines had given up on, and took their drop for an
+        engine death)."""
+        return self.engine_mode == "launched"
 
     @property
     def model_names(self) -> tuple[str, ...]:

@@ -103,6 +103,17 @@ def json_object(raw: str) -> dict:
     return value
 
 
+def json_strings(raw: str) -> tuple[str, ...]:
+    """A JSON list of strings (``--allowed-origins '["https://a"]'``)."""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("must be a JSON list of strings")
+    return tuple(value)
+
+
 # -- declarations --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Setting:

@@ -6,7 +6,8 @@ Owns the command line and the plan: which deployments run which scenarios, in wh
   and fastokens × offload on/off × 1 and 2 workers); ``/tokenize`` and streaming on the default
   configuration, streaming also with 2 workers and with offload off; the tokenizer limit.
 * ``--target URL [--health-url URL] [--label NAME] [--target-pid PID]`` (repeatable) and/or
-  ``--vllm-peers python,rust`` (started here, each on a fresh simulator): long prompts,
+  ``--vllm-peers python,rust,greenfront`` (started here, each on a fresh simulator; ``greenfront``
+  is greenfront launched by ``vllm serve``, one column per ``--serve-workers`` count): long prompts,
   ``/tokenize`` and streaming against each, with greenfront's default configuration as the
   reference column (``--no-greenfront`` drops it). A target must run on an engine with the
   simulator settings printed in the report (``python -m engine.sim --handshake ... <sim args>``)
@@ -38,18 +39,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench import report, soak
+from config import default_worker_count
 from bench.deploy import (
     DEFAULT_MODEL_DIR,
+    MARKER_MODEL_DIR,
     ROOT,
     Endpoint,
     GreenfrontDeployment,
+    PEER_KINDS,
     VllmPeer,
     external_endpoint,
     parse_cpus,
 )
-from bench.scenarios import FULL, QUICK, SMOKE, SimProfile, run_limit, run_phase
+from bench.scenarios import (FULL, QUICK, SMOKE, TOOLS_ENV, TOOLS_SCENARIO, SimProfile, run_limit,
+                             run_phase)
 
-SCENARIOS = ("long", "tokenize", "stream", "limit")
+SCENARIOS = ("long", "tokenize", "stream", TOOLS_SCENARIO, "limit")
 
 
 @dataclass
@@ -129,29 +134,42 @@ def _matrix(args: argparse.Namespace, mk) -> list[Step]:
                 scen = [s for s in scen if s in wanted]
                 if scen:
                     steps.append(mk(backend, offload, workers, scen))
+                if default and workers == 1 and TOOLS_SCENARIO in wanted:
+                    steps.append(mk(backend, offload, workers, [TOOLS_SCENARIO], tools=True))
     return steps
 
 
 def _plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int],
           sim: SimProfile, log_dir: str) -> list[Step]:
-    def mk(backend: str, offload: bool, workers: int, scen: list[str], reference: bool = False):
+    def mk(backend: str, offload: bool, workers: int, scen: list[str], reference: bool = False,
+           tools: bool = False):
         label = "greenfront" if reference else _gf_label(backend, offload, workers)
+        if tools:  # its own deployment: the marker-token model and the hermes parser
+            label += " hermes tools"
 
         def open_() -> GreenfrontDeployment:
             return GreenfrontDeployment(label, workers=workers, offload=offload, backend=backend,
                                         sim_args=sim.args, server_cpus=server_cpus,
                                         client_cpus=client_cpus, log_dir=log_dir,
-                                        model_dir=args.model_dir, reference=reference)
+                                        model_dir=MARKER_MODEL_DIR if tools else args.model_dir,
+                                        reference=reference,
+                                        extra_env=TOOLS_ENV if tools else None)
         return Step(label, scen, open_)
 
     if not (args.target or args.vllm_peers):
         return _matrix(args, mk)
     scen = [s for s in ("long", "tokenize", "stream") if s in args.scenarios]
-    steps = [] if args.no_greenfront else [mk("fastokens", True, 1, scen, reference=True)]
+    # greenfront's default configuration: its default worker count on the server's CPUs.
+    default_workers = min(default_worker_count(), len(server_cpus))
+    steps = [] if args.no_greenfront else [
+        mk("fastokens", True, default_workers, scen, reference=True)]
     for kind in args.vllm_peers:
-        steps.append(Step(f"vllm-{kind}", scen, lambda kind=kind: VllmPeer(
-            kind, sim_args=sim.args, server_cpus=server_cpus, client_cpus=client_cpus,
-            log_dir=log_dir, peers=args.peers)))
+        for workers in (args.serve_workers if kind == "greenfront" else [None]):
+            label = f"vllm-{kind}" if kind != "greenfront" else "greenfront-vllm-serve" + (
+                f"-{workers}w" if workers else "")
+            steps.append(Step(label, scen, lambda kind=kind, workers=workers: VllmPeer(
+                kind, sim_args=sim.args, server_cpus=server_cpus, client_cpus=client_cpus,
+                log_dir=log_dir, peers=args.peers, workers=workers)))
     for i, url in enumerate(args.target):
         label = args.label[i] if i < len(args.label) else f"target{i + 1}"
         health = args.health_url[i] if i < len(args.health_url) else None
@@ -167,7 +185,7 @@ def _plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int]
 def _headline(phase: dict[str, Any]) -> str:
     load, health = phase["load"], phase["health"]["latency_ms"]
     errors = load["errors"] + phase["health"]["errors"]
-    if phase["scenario"] == "stream":
+    if phase["scenario"] in ("stream", TOOLS_SCENARIO):
         main = f"{load['tokens_per_s']:,.0f} tokens/s, TTFT p50 {load['ttft_ms']['p50']:.0f} ms"
     else:
         main = f"{load['req_per_s']:.1f} req/s"
@@ -186,8 +204,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                    help="--soak: seconds of load (default 600; the warm-up is a tenth of it)")
     p.add_argument("--soak-clients", type=int, default=32, metavar="N",
                    help="--soak: closed-loop clients (default 32)")
-    p.add_argument("--scenarios", default=",".join(SCENARIOS),
-                   help=f"comma-separated subset of {','.join(SCENARIOS)}")
+    p.add_argument("--scenarios", default=None,
+                   help=f"comma-separated subset of {','.join(SCENARIOS)} (default: all; "
+                        f"--smoke: all but {TOOLS_SCENARIO}, which needs its own deployment)")
     p.add_argument("--backends", default="hf,fastokens", help="tokenizer backends of the matrix")
     p.add_argument("--workers", default=None,
                    help="gunicorn worker counts of the matrix (default 1,2; --quick: 1)")
@@ -201,7 +220,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--label", action="append", default=[], help="its column name, in --target order")
     p.add_argument("--target-pid", action="append", type=int, default=[], metavar="PID",
                    help="its main process (CPU accounting of the tree), in --target order")
-    p.add_argument("--vllm-peers", default="", help="start vLLM's frontends: python,rust")
+    p.add_argument("--vllm-peers", default="",
+                   help="start vLLM's frontends (python,rust) and/or greenfront launched by "
+                        "vllm serve (greenfront)")
+    p.add_argument("--serve-workers", default="",
+                   help="with --vllm-peers greenfront: GREENFRONT_WORKERS of each such column, "
+                        "e.g. 1,2 (default: one column with greenfront's default)")
     p.add_argument("--peers", default=os.environ.get("PEERS", "/tmp/peers"),
                    help="where ../shared/vllm-peers/setup.sh installed vLLM")
     p.add_argument("--no-greenfront", action="store_true",
@@ -216,6 +240,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                    help="results directory (a timestamped subdirectory is made)")
     args = p.parse_args(argv)
     args.mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    if args.scenarios is None:
+        args.scenarios = ",".join(s for s in SCENARIOS
+                                  if not (args.smoke and s == TOOLS_SCENARIO))
     args.scenarios = [s for s in args.scenarios.split(",") if s]
     if unknown := set(args.scenarios) - set(SCENARIOS):
         p.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
@@ -225,6 +252,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     args.workers = [int(w) for w in args.workers.split(",") if w]
     args.offload = [o in ("on", "1", "true") for o in args.offload.split(",") if o]
     args.vllm_peers = [k for k in args.vllm_peers.split(",") if k]
+    if unknown := set(args.vllm_peers) - set(PEER_KINDS):
+        p.error(f"unknown --vllm-peers: {', '.join(sorted(unknown))}")
+    args.serve_workers = [int(w) for w in args.serve_workers.split(",") if w] or [None]
     if args.smoke:
         # Two deployments only: the default configuration and its inline baseline.
         args.backends, args.workers = ["fastokens"], [1]

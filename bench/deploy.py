@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_MODEL_DIR = os.path.join(ROOT, "models", "tekken-tiny")
+#: The tool-calling scenario's model: the same tokenizer with the parsers' marker tokens.
+MARKER_MODEL_DIR = os.path.join(ROOT, "models", "tekken-markers")
 PEER_SCRIPTS = os.path.join(os.path.dirname(ROOT), "shared", "vllm-peers")
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -74,6 +76,15 @@ def tree(pid: int, exclude: set[int] = frozenset()) -> list[int]:
         out.append(p)
         todo.extend(kids.get(p, ()))
     return out
+
+
+def alive(pid: int) -> bool:
+    """``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def cmdline(pid: int) -> str:
@@ -295,27 +306,43 @@ class GreenfrontDeployment:
             self._log = None
 
 
+#: Peer kinds: vLLM's two frontends, and greenfront as the frontend ``vllm serve`` launches.
+PEER_KINDS = ("python", "rust", "greenfront")
+
+
 class VllmPeer:
-    """vLLM's Python or Rust frontend (``run-*-frontend-external.sh``) on a fresh simulator."""
+    """vLLM's Python or Rust frontend (``run-*-frontend-external.sh``) on a fresh simulator; or
+    (kind ``greenfront``) ``vllm serve`` launching greenfront with ``workers`` workers, the way
+    it launches its Rust frontend (the script's ``RS_MODE=supervised`` with greenfront's
+    executable), so the same supervisor, sockets and handshake stand in front of the same
+    simulator."""
 
     def __init__(self, kind: str, *, sim_args: str, server_cpus: set[int],
                  client_cpus: set[int], log_dir: str, peers: str = "/tmp/peers",
-                 max_model_len: int = 131072) -> None:
-        if kind not in ("python", "rust"):
-            raise ValueError("kind must be python or rust")
+                 max_model_len: int = 131072, workers: int | None = None) -> None:
+        if kind not in PEER_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(PEER_KINDS)}")
         self.kind = kind
         self.label = f"vllm-{kind}"
         self.port, self.rpc_port = free_port(), free_port()
         self.sim_args = sim_args
         self.server_cpus, self.client_cpus = server_cpus, client_cpus
         self.log_dir = log_dir
-        script = os.path.join(PEER_SCRIPTS, f"run-{kind}-frontend-external.sh")
+        script = os.path.join(PEER_SCRIPTS, "run-{}-frontend-external.sh".format(
+            "rust" if kind == "greenfront" else kind))
         if not os.path.exists(script) or not os.path.isdir(peers):
             raise RuntimeError(f"vLLM peers not installed ({script}, {peers})")
         self.script = script
         # The tiny model says 4096 positions; the frontend only needs to accept long prompts.
         self.env = dict(os.environ, PEERS=peers, MAX_MODEL_LEN=str(max_model_len),
                         VLLM_ALLOW_LONG_MAX_MODEL_LEN="1")
+        self.workers = workers
+        if kind == "greenfront":
+            self.label = "greenfront-vllm-serve" + (f"-{workers}w" if workers else "")
+            self.env.update(RS_MODE="supervised", RS_BIN=os.path.join(ROOT, "bin", "greenfront"))
+            self.env.pop("GREENFRONT_WORKERS", None)
+            if workers:
+                self.env["GREENFRONT_WORKERS"] = str(workers)
         self.frontend: subprocess.Popen | None = None
         self.engine: subprocess.Popen | None = None
 
@@ -339,9 +366,11 @@ class VllmPeer:
             self.__exit__()
             raise
         frontend_pid, engine_pid = self.frontend.pid, self.engine.pid
+        settings = {"kind": self.label, "sim_args": self.sim_args}
+        if self.kind == "greenfront":
+            settings["workers"] = self.workers or "default"
         return Endpoint(self.label, url, url + "/health", "tiny",
-                        lambda: tree(frontend_pid), lambda: tree(engine_pid),
-                        {"kind": self.label, "sim_args": self.sim_args})
+                        lambda: tree(frontend_pid), lambda: tree(engine_pid), settings)
 
     def __exit__(self, *exc: object) -> None:
         _stop_group(self.frontend, grace=20.0)

@@ -9,9 +9,11 @@ Owns the two load shapes of the benchmark, both closed-loop over keep-alive conn
   a new connection goes to a worker that is free to accept it. Records, per request finished
   inside the window: latency, status, prompt tokens (from ``usage.prompt_tokens`` or ``count``).
 * ``stream``: N keep-alive connections (opened over ``ramp_s``), each streaming a short prompt with
-  ``max_tokens`` drawn from [min, max] and ``ignore_eos``; records time to first token,
-  the gap between successive token events, tokens per event (from the final usage chunk) and
-  the events that arrived inside the window.
+  ``max_tokens`` drawn from [min, max] and ``ignore_eos``; records time to first token, the
+  gap before each token (per token: a chunk carrying k tokens counts once as its gap and k-1
+  times as 0), and the tokens that arrived inside the window. Tokens per chunk are counted from
+  the cumulative ``completion_tokens`` of continuous usage stats (``tokens_counted_share`` says
+  how many a frontend without them forced to assume one per chunk).
 
 The window ``[t0, t1]`` (monotonic clock, shared by every process on the machine) is set by the
 orchestrator, which reads the server's CPU at the same instants.
@@ -202,6 +204,7 @@ class _StreamExchange(_RunExchange):
         "events",
         "first",
         "last",
+        "first_tokens",
         "run",
         "status",
         "t_send",
@@ -215,7 +218,8 @@ class _StreamExchange(_RunExchange):
         self.first = 0.0
         self.last = 0.0
         self.events = 0
-        self.tokens = 0
+        self.tokens = 0  # counted (continuous usage), or assumed one per event where missing
+        self.first_tokens = 0
         self.err_body = b""
 
     def on_head(self, status: int, t: float) -> None:
@@ -235,26 +239,44 @@ class _StreamExchange(_RunExchange):
         self.carry = buf[end + 2:]
         # Token events are the ones with choices; the usage chunk and [DONE] are not.
         content = n - done.count(b'"choices":[]') - done.count(b"data: [DONE]")
+        total = None
         if b'"completion_tokens"' in done:
-            found = _COMPLETION_TOKENS.findall(done)
-            self.tokens = int(found[-1])
-        if content <= 0:
-            return
+            total = int(_COMPLETION_TOKENS.findall(done)[-1])
         run = self.run
+        if content <= 0:
+            if total is not None:
+                self.tokens = total
+            return
+        # Tokens in these events, counted: with continuous usage stats every chunk carries the
+        # stream's cumulative completion_tokens, so a chunk that merged several engine steps
+        # counts as all its tokens. A frontend that sends none gets one token per event, and
+        # the run reports the share it had to assume.
+        if total is not None:
+            count = max(1, total - self.tokens)
+            self.tokens = total
+        else:
+            count = content
+            self.tokens += content
+            run.assumed_tokens += content
         if not self.events:
             self.first = t
+            self.first_tokens = count
             # By arrival inside the window: counting by send time would drop the slow ones
             # still waiting at the window's end.
             if run.t0 <= t <= run.t1:
                 run.ttft.append((t - self.t_send) * 1000)
         elif run.t0 <= t <= run.t1:
+            # Per token: the first token of this read waited since the last one; the others
+            # arrived with it.
             gaps = run.gaps
             gaps.append((t - self.last) * 1000)
-            for _ in range(content - 1):
+            for _ in range(count - 1):
                 gaps.append(0.0)
         if run.t0 <= t <= run.t1:
             run.events_in_window += content
+            run.tokens_in_window += count
         self.events += content
+        run.seen_tokens += count
         self.last = t
 
 
@@ -266,7 +288,10 @@ class _StreamRun(_Load):
         self.ttft: list[float] = []
         self.gaps = array("f")
         self.events_in_window = 0
-        self.stream_itl: list[float] = []  # per finished stream: mean gap between token events
+        self.tokens_in_window = 0
+        self.seen_tokens = 0  # every token event's tokens, and how many of them were assumed
+        self.assumed_tokens = 0
+        self.stream_itl: list[float] = []  # per finished stream: mean gap between its tokens
         self.tails: list[float] = []  # per finished stream: last token event -> end of response
         self.inflight: set[_StreamExchange] = set()
         self.tokens_done = 0
@@ -279,15 +304,26 @@ class _StreamRun(_Load):
             return
         cfg = self.cfg
         self.index += 1
-        body = json.dumps({
-            "model": cfg["model"], "prompt": short_prompt(self.index, cfg["seed"]),
-            "max_tokens": self.rng.randint(cfg["min_tokens"], cfg["max_tokens"]),
+        request = {
+            "model": cfg["model"], "max_tokens": self.rng.randint(cfg["min_tokens"],
+                                                                  cfg["max_tokens"]),
             "temperature": 0, "ignore_eos": True, "stream": True,
-            "stream_options": {"include_usage": True}}).encode()
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+        if cfg.get("tools"):
+            # The simulator answers with the scripted tool calls (repeated up to max_tokens),
+            # which the server's tool parser turns into delta.tool_calls.
+            request.update(messages=[{"role": "user", "content": short_prompt(
+                self.index, cfg["seed"])}], tools=cfg["tools"],
+                vllm_xargs={"sim_tokens": cfg["sim_tokens"]})
+            path = "/v1/chat/completions"
+        else:
+            request["prompt"] = short_prompt(self.index, cfg["seed"])
+            path = "/v1/completions"
+        body = json.dumps(request).encode()
         self.sent += 1
         ex = _StreamExchange(self, conn, monotonic())
         self.inflight.add(ex)
-        conn.send(_request(self.host, self.port, "/v1/completions", body), ex)
+        conn.send(_request(self.host, self.port, path, body), ex)
 
     def finished(self, ex: _StreamExchange, t: float) -> None:
         self.inflight.discard(ex)
@@ -297,8 +333,9 @@ class _StreamRun(_Load):
             self.completed += 1
             self.tokens_done += ex.tokens
             self.events_done += ex.events
-            if ex.events > 1:
-                self.stream_itl.append((ex.last - ex.first) * 1000 / (ex.events - 1))
+            if ex.tokens > ex.first_tokens and ex.events > 1:
+                self.stream_itl.append((ex.last - ex.first) * 1000
+                                       / (ex.tokens - ex.first_tokens))
             if ex.events:
                 self.tails.append((t - ex.last) * 1000)
         self.start(ex.conn, t)
@@ -318,12 +355,14 @@ class _StreamRun(_Load):
         self.loop.close()
         window = self.t1 - self.t0
         per_event = self.tokens_done / self.events_done if self.events_done else 1.0
+        counted = 1.0 - self.assumed_tokens / self.seen_tokens if self.seen_tokens else 0.0
         stalled = self._stalled(ex.t_send for ex in self.inflight if not ex.events)
         return {
             "mode": "stream", "window_s": window, "sent": self.sent,
             "completed": self.completed, "streams": n,
             "tokens_per_event": per_event,
-            "tokens_per_s": self.events_in_window * per_event / window,
+            "tokens_counted_share": counted,
+            "tokens_per_s": self.tokens_in_window / window,
             "ttft_ms": percentiles(sorted(self.ttft)),
             "itl_gap_ms": percentiles(sorted(self.gaps)),
             "itl_stream_mean_ms": percentiles(sorted(self.stream_itl)),

@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any
 
-LONG, TOKENIZE, STREAM = "long", "tokenize", "stream"
+LONG, TOKENIZE, STREAM, TOOLS = "long", "tokenize", "stream", "stream-tools"
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -125,7 +125,9 @@ def _ratio_table(results: dict[str, Any]) -> list[str]:
 
 
 def _stream_table(results: dict[str, Any]) -> list[str]:
-    rows = _phases(results, STREAM)
+    """Plain streams and the tool-calling streams (chats answered with hermes tool calls,
+    parsed as they stream) in one table."""
+    rows = _phases(results, STREAM) + _phases(results, TOOLS)
     if not rows:
         return []
     sim = rows[0]["sim"]
@@ -135,8 +137,9 @@ def _stream_table(results: dict[str, Any]) -> list[str]:
             f"each, simulator TTFT {sim['ttft_ms']:g} ms (+ half a step: {expected_ttft:g} ms "
             f"expected), ITL {sim['itl_ms']:g} ms"), "",
            ("| configuration | tokens/s | TTFT p50 | p99 | TTFT added p50 | ITL mean | ITL added "
-            "| token gap p99 | /health p99.9 | errors | server CPU ms/1k tok |"),
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "| token gap p99 | tokens/chunk (counted) | /health p99.9 | errors "
+            "| server CPU ms/1k tok |"),
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for p in rows:
         load = p["load"]
         ttft, itl = load["ttft_ms"], load["itl_stream_mean_ms"]["mean"]
@@ -145,6 +148,8 @@ def _stream_table(results: dict[str, Any]) -> list[str]:
         out.append(f"| {p['endpoint']} | {_num(load['tokens_per_s'])} | {_ms(ttft['p50'])} "
                    f"| {_ms(ttft['p99'])} | {ttft['p50'] - expected_ttft:+.1f} ms | {itl:.2f} ms "
                    f"| {itl - sim['itl_ms']:+.2f} ms | {_ms(load['itl_gap_ms']['p99'])} "
+                   f"| {load['tokens_per_event']:.2f} "
+                   f"({load.get('tokens_counted_share', 0.0):.0%}) "
                    f"| {_ms(p['health']['latency_ms']['p99.9'])} | {errors} "
                    f"| {_fmt(_server_cpu_per(p, tokens / 1000), '.1f', 1000)} |")
     return out + [""]

@@ -11,6 +11,10 @@ Scenarios:
   ``tokenize``  the same prompts to /tokenize (vLLM's Rust frontend's published figure is for it)
   ``stream``    1,024 streams of short prompts, 64-256 tokens each, simulator at 50 ms TTFT and
                 20 ms inter-token latency (a realistic decode speed)
+  ``stream-tools`` the same streams as chats with tools, the simulator scripted to answer with
+                hermes tool calls (``TOOL_CALL_TEXT`` repeated), the server with
+                ``--enable-auto-tool-choice --tool-call-parser hermes``: every token goes through
+                the tool parser
   ``limit``     the tokenizer alone (``bench.tokenizer_limit``)
 All with ``/health`` probed at 200/s by a separate process.
 
@@ -28,6 +32,7 @@ from typing import Any
 
 from bench.deploy import (
     DEFAULT_MODEL_DIR,
+    MARKER_MODEL_DIR,
     ROOT,
     Endpoint,
     cmdline,
@@ -40,6 +45,25 @@ from bench.deploy import (
 
 #: Seconds given to a fresh load-generator/prober process to import and build its prompts.
 SPAWN_S = 1.5
+
+TOOLS_SCENARIO = "stream-tools"
+#: The tool-calling deployment: the marker-token model and vLLM's hermes parser flags.
+TOOLS_ENV = {"GREENFRONT_ENABLE_AUTO_TOOL_CHOICE": "1", "GREENFRONT_TOOL_CALL_PARSER": "hermes"}
+TOOLS = [{"type": "function", "function": {
+    "name": "search_flights", "description": "Find flights",
+    "parameters": {"type": "object", "properties": {
+        "origin": {"type": "string"}, "destination": {"type": "string"},
+        "date": {"type": "string"}, "passengers": {"type": "integer"}}}}}]
+TOOL_CALL_TEXT = ('<tool_call>\n{"name": "search_flights", "arguments": {"origin": "Paris", '
+                  '"destination": "New York", "date": "2026-12-24", "passengers": 2}}\n'
+                  "</tool_call>\n")
+
+
+def tool_call_ids(model_dir: str) -> list[int]:
+    """The scripted answer of the tool-calling streams, as the model's token ids."""
+    from engine.sim.script import script_ids
+    from text.tokenizer import Tokenizer
+    return script_ids(Tokenizer.load(model_dir, backend="hf"), TOOL_CALL_TEXT)
 
 
 @dataclass(frozen=True)
@@ -122,10 +146,11 @@ def _sleep_until(t: float) -> None:
 
 
 def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile,
-              client_cpus: set[int], workdir: str, seed: int = 0) -> dict[str, Any]:
+              client_cpus: set[int], workdir: str, seed: int = 0,
+              model_dir: str = MARKER_MODEL_DIR) -> dict[str, Any]:
     """Load + /health probe against ``endpoint``; returns load, health and CPU figures."""
     host, port = endpoint.host_port
-    stream = scenario == "stream"
+    stream = scenario in ("stream", TOOLS_SCENARIO)
     warmup = timing.stream_warmup_s + timing.stream_ramp_s if stream else timing.long_warmup_s
     duration = timing.stream_s if stream else timing.long_s
     t_begin = time.monotonic() + SPAWN_S
@@ -136,6 +161,8 @@ def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile
     if stream:
         load_cfg = dict(base, mode="stream", concurrency=timing.stream_concurrency,
                         ramp_s=timing.stream_ramp_s, min_tokens=64, max_tokens=256)
+        if scenario == TOOLS_SCENARIO:
+            load_cfg.update(tools=TOOLS, sim_tokens=tool_call_ids(model_dir))
     else:
         load_cfg = dict(base, mode="long", concurrency=timing.long_concurrency,
                         chars=timing.chars, max_tokens=4,

@@ -20,6 +20,7 @@ Runs on: constructed and started in the HTTP hub of a worker; see each method.
 """
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import os
@@ -62,6 +63,10 @@ class EngineClient:
         registration_dir: where registrations are shared between worker processes, so that a
             restarted worker (the engines register only once per socket) knows them; or "".
         stall_timeout: seconds of engine silence that make a stall (``engine.liveness``; 0: off).
+        worker_slot / worker_count: this worker among the deployment's workers. Request ids and
+            utility call ids carry the slot (the id's last two hex digits; ``call_id %
+            worker_count == worker_slot``), which is how the relay (``engine.relay``) routes
+            outputs when the workers share one engine client.
     """
 
     def __init__(self, *, input_address: str, output_address: str, client_index: int,
@@ -72,8 +77,11 @@ class EngineClient:
                  on_dead: Callable[[str], None] | None = None,
                  on_ready: Callable[[], None] | None = None,
                  observer: Any = None,
-                 stall_timeout: float = 0.0) -> None:
+                 stall_timeout: float = 0.0,
+                 worker_slot: int = 0, worker_count: int = 1) -> None:
         self.client_index = client_index
+        self._slot = worker_slot
+        self._workers = worker_count
         self.ranks = list(range(engine_start, engine_start + engine_count))
         self._addresses = (input_address, output_address, input_fd, output_fd)
         self._io_threads = io_threads
@@ -93,6 +101,8 @@ class EngineClient:
         self.ready = False
         self.dead_reason: str | None = None
         self.max_model_len: int | None = None
+        #: Set by ``abort_all`` (the worker is shutting down): no new request is sent.
+        self.closed_error: ApiError | None = None
         self._registry = RequestRegistry(self.ranks)
         self._liveness = Liveness(self.ranks, stall_timeout, time.monotonic())
         self._pings: dict[int, int] = {}  # ping call id -> rank
@@ -169,6 +179,8 @@ class EngineClient:
     def check_available(self, rank: int | None = None) -> None:
         """Any thread: raise the 503 a request (pinned to ``rank``) gets when the engines cannot
         take it."""
+        if self.closed_error is not None:
+            raise copy.copy(self.closed_error)
         if self.dead_reason is not None:
             raise EngineDead(f"The engine core is dead: {self.dead_reason}.")
         if not self.ready:
@@ -183,7 +195,10 @@ class EngineClient:
     # -- requests (pool thread or HTTP hub) -------------------------------------------------
     def new_request_id(self, external_id: str) -> str:
         # PERF: no os.urandom syscall per request (secrets.token_hex was 17% of pool threads).
-        return f"{external_id}-{_suffixes.getrandbits(32):08x}"
+        if self._workers == 1:
+            return f"{external_id}-{_suffixes.getrandbits(32):08x}"
+        # The last two hex digits name this worker (engine.protocol.split routes by them).
+        return f"{external_id}-{_suffixes.getrandbits(24):06x}{self._slot:02x}"
 
     def submit(self, request: Any, waker: Waker, rank: int | None = None) -> RequestStream:
         """Send one ``EngineCoreRequest``; its outputs will arrive on the returned stream.
@@ -212,6 +227,24 @@ class EngineClient:
             ids = list(request_ids)
             self._call_engine(lambda: self._abort(ids))
 
+    def abort_all(self, error: ApiError) -> None:
+        """Any thread: end every request in flight with ``error``, in the engines too, and
+        refuse new ones (``check_available``, and ``_add`` for those already handed over): the
+        worker is shutting down."""
+        self.closed_error = error
+        if self._thread is not None:
+            self._call_engine(self._abort_all)
+
+    def _abort_all(self) -> None:
+        streams = self._registry.pop_all()
+        by_rank: dict[int, list[str]] = {}
+        for stream in streams:
+            by_rank.setdefault(stream.engine_rank, []).append(stream.request_id)
+        for rank, ids in by_rank.items():
+            self._transport.post(protocol.encode_abort(_identity(rank), ids))
+        error = self.closed_error
+        self._to_hub(lambda: _fail(streams, error))
+
     def utility(self, method: str, args: list | tuple = (), rank: int | None = None,
                 timeout: float | None = 60.0) -> Any:
         """HTTP hub: call an engine utility method and wait for its result. A call without a
@@ -219,7 +252,7 @@ class EngineClient:
         rank's stall watch is suspended meanwhile."""
         rank = self.ranks[0] if rank is None else rank
         self.check_available(rank)
-        call_id = next(self._call_ids)
+        call_id = next(self._call_ids) * self._workers + self._slot
         result = gevent.event.AsyncResult()
         self._utility_calls[call_id] = result
         frames = protocol.encode_utility(_identity(rank), self.client_index, call_id, method,
@@ -255,7 +288,9 @@ class EngineClient:
     def _add(self, stream: RequestStream, frames: list, requested: int | None) -> None:
         registry = self._registry
         error = (EngineDead(f"The engine core is dead: {self.dead_reason}.")
-                 if self.dead_reason is not None else self._refusal(requested))
+                 if self.dead_reason is not None else
+                 copy.copy(self.closed_error) if self.closed_error is not None else
+                 self._refusal(requested))
         rank = requested if requested is not None else registry.choose(self._liveness.stalled)
         if error is not None or rank is None:
             failure = error or EngineUnavailable("No engine can take the request.")

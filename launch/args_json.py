@@ -17,17 +17,17 @@ from typing import Any, Callable
 #: non-default value is refused rather than silently ignored.
 UNSUPPORTED = frozenset({
     "lora_modules", "trust_request_mm_kwargs", "return_tokens_as_token_ids",
-    "enable_auto_tool_choice", "exclude_tools_when_tool_choice_none", "tool_call_parser",
-    "tool_parser_plugin", "tool_strict_level", "tool_server", "reasoning_parser",
+    "exclude_tools_when_tool_choice_none", "tool_strict_level", "tool_server",
     "enable_per_request_metrics", "enable_server_load_tracking", "sse_keep_alive_interval",
     "enable_tokenizer_info_endpoint", "enable_log_outputs", "enable_log_deltas",
     "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
-    "tokens_only", "uds", "allow_credentials", "allowed_origins",
-    "allowed_methods", "allowed_headers", "ssl_keyfile", "ssl_certfile", "ssl_ca_certs",
-    "enable_ssl_refresh", "ssl_cert_reqs", "ssl_ciphers", "root_path", "middleware",
-    "enable_request_id_headers", "disable_access_log_for_endpoints", "skip_tokenizer_init",
+    "tokens_only", "uds", "enable_ssl_refresh", "ssl_ciphers", "root_path", "middleware",
+    "disable_access_log_for_endpoints", "skip_tokenizer_init",
     "enable_prompt_embeds", "override_generation_config", "tokenizer_revision",
     "hf_config_path", "enable_flash_late_interaction",
+    # Engine options in vLLM that its frontend applies (the output collector's interval, the
+    # admission limits of AsyncLLM): frontend behaviour greenfront does not have yet.
+    "stream_interval", "max_num_queued_reqs", "max_num_queued_tokens",
 })
 
 
@@ -38,6 +38,10 @@ def _names(value: Any) -> str:
 
 def _flag(value: Any) -> str:
     return "1" if value else "0"
+
+
+def _not_flag(value: Any) -> str:
+    return _flag(not value)
 
 
 def _chat_template_format(value: Any) -> str | None:
@@ -72,6 +76,21 @@ class _Refused(Exception):
     pass
 
 
+def _structured_outputs_backend(value: Any) -> str | None:
+    # The other keys (whitespace, additional properties, enable_in_reasoning) are the
+    # engine's: it reads them from its own config.
+    if not isinstance(value, dict):
+        raise _Refused()
+    backend = value.get("backend", "auto")
+    return None if backend == "auto" else str(backend)
+
+
+def _json_object(value: Any) -> str:
+    if not isinstance(value, dict):
+        raise _Refused()
+    return json.dumps(value)
+
+
 #: option → (GREENFRONT_* variable, how to turn the value into its text; None: leave unset).
 HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "served_model_name": ("GREENFRONT_SERVED_MODEL_NAME", _names),
@@ -80,7 +99,7 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "chat_template": ("GREENFRONT_CHAT_TEMPLATE", str),
     "max_model_len": ("GREENFRONT_MAX_MODEL_LEN", str),
     "enable_log_requests": ("GREENFRONT_LOG_REQUESTS", _flag),
-    "disable_log_stats": ("GREENFRONT_LOG_STATS", lambda v: _flag(not v)),
+    "disable_log_stats": ("GREENFRONT_LOG_STATS", _not_flag),
     "engine_ready_timeout_secs": ("GREENFRONT_ENGINE_READY_TIMEOUT", str),
     "http_timeout_keep_alive": ("GREENFRONT_KEEPALIVE", str),
     "response_role": ("GREENFRONT_RESPONSE_ROLE", str),
@@ -88,12 +107,47 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "enable_force_include_usage": ("GREENFRONT_ENABLE_FORCE_INCLUDE_USAGE", _flag),
     "enable_prompt_tokens_details": ("GREENFRONT_ENABLE_PROMPT_TOKENS_DETAILS", _flag),
     "max_logprobs": ("GREENFRONT_MAX_LOGPROBS", str),
+    # An engine option in vLLM (EngineArgs), honoured by the frontend's drain: runtime/shutdown.
+    "shutdown_timeout": ("GREENFRONT_SHUTDOWN_TIMEOUT", str),
+    "allowed_origins": ("GREENFRONT_ALLOWED_ORIGINS", json.dumps),
+    "allowed_methods": ("GREENFRONT_ALLOWED_METHODS", json.dumps),
+    "allowed_headers": ("GREENFRONT_ALLOWED_HEADERS", json.dumps),
+    "allow_credentials": ("GREENFRONT_ALLOW_CREDENTIALS", _flag),
+    "enable_request_id_headers": ("GREENFRONT_ENABLE_REQUEST_ID_HEADERS", _flag),
+    "ssl_keyfile": ("GREENFRONT_SSL_KEYFILE", str),
+    "ssl_certfile": ("GREENFRONT_SSL_CERTFILE", str),
+    "ssl_ca_certs": ("GREENFRONT_SSL_CA_CERTS", str),
+    "ssl_cert_reqs": ("GREENFRONT_SSL_CERT_REQS", str),
     "generation_config": ("GREENFRONT_GENERATION_CONFIG", _generation_config),
     "uvicorn_log_level": ("GREENFRONT_LOG_LEVEL",
                           lambda v: {"critical": "error", "trace": "debug"}.get(v, v)),
+    "enable_auto_tool_choice": ("GREENFRONT_ENABLE_AUTO_TOOL_CHOICE", _flag),
+    "tool_call_parser": ("GREENFRONT_TOOL_CALL_PARSER", str),
+    "tool_parser_plugin": ("GREENFRONT_TOOL_PARSER_PLUGIN", str),
+    "reasoning_parser": ("GREENFRONT_REASONING_PARSER", str),
     "chat_template_content_format": ("", _chat_template_format),
+    "structured_outputs_config": ("GREENFRONT_STRUCTURED_OUTPUTS_BACKEND",
+                                  _structured_outputs_backend),
+    "default_chat_template_kwargs": ("GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS", _json_object),
     "tokenizer_mode": ("", _tokenizer_mode),
 }
+
+#: How ``greenfront serve`` takes an option on its command line when its converter does not
+#: say (``_flag``: a switch, ``_names``: one or more values): vLLM's JSON-typed lists.
+JSON_OPTIONS = frozenset({"allowed_origins", "allowed_methods", "allowed_headers"})
+
+
+def arg_kind(name: str) -> str:
+    """``flag``, ``list``, ``json`` or ``value``: the command-line shape of option ``name``."""
+    convert = HONOURED[name][1]
+    if name in JSON_OPTIONS:
+        return "json"
+    if convert in (_flag, _not_flag):
+        return "flag"
+    if convert is _names:
+        return "list"
+    return "value"
+
 
 #: Frontend options that need no setting: the HTTP socket is inherited, docs do not exist,
 #: greenfront writes no uvicorn access log, /inference/v1/generate (what --enable-scale-out
@@ -107,11 +161,12 @@ NO_EFFECT = frozenset({"host", "port", "model", "model_tag", "disable_uvicorn_ac
 class UnsupportedOptions(ValueError):
     """Frontend options greenfront does not implement were given."""
 
-    def __init__(self, names: list[str]) -> None:
+    def __init__(self, names: list[str],
+                 hint: str = "set VLLM_USE_RUST_FRONTEND=0 to use vLLM's Python frontend") -> None:
         super().__init__(
             "greenfront does not implement these vllm serve frontend options: "
             + ", ".join(f"--{n.replace('_', '-')}" for n in names)
-            + ". Remove them, or set VLLM_USE_RUST_FRONTEND=0 to use vLLM's Python frontend.")
+            + f". Remove them, or {hint}.")
         self.names = names
 
 

@@ -1,9 +1,11 @@
-"""``greenfront frontend …``: what ``vllm serve`` runs with ``VLLM_USE_RUST_FRONTEND=1``.
+"""``greenfront frontend …``: what ``vllm serve`` runs with ``VLLM_USE_RUST_FRONTEND=1``
+(and the command line of ``greenfront serve``, the standalone launcher: ``launch.serve``).
 
 Accepts exactly vLLM's frontend command line (docs/engine-protocol.md §6.2), turns
 ``--args-json`` into greenfront settings, marks the inherited sockets inheritable and execs
-gunicorn with one gevent worker bound to the inherited HTTP socket (``fd://N``). The worker adopts
-the input/output listeners as its ROUTER and PULL and waits for every engine's registration.
+gunicorn with ``GREENFRONT_WORKERS`` gevent workers (the same default as standalone) bound to the
+inherited HTTP socket (``fd://N``). ``engine.relay`` owns the input/output listeners and serves
+every worker as an engine client. Each worker waits for every engine's registration.
 Exit codes: 2 for a bad command line or refused options; gunicorn's own afterwards (0 on SIGTERM,
 3 when the worker halts the server: engine registration timeout, engine death).
 
@@ -15,9 +17,9 @@ import argparse
 import os
 import sys
 
+from launch import serve
 from launch.args_json import UnsupportedOptions, settings_from_args_json
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from launch.gunicorn_exec import ROOT, absolute_paths, exec_gunicorn  # noqa: F401 (ROOT for tests)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,21 +40,17 @@ def build_parser() -> argparse.ArgumentParser:
     frontend.add_argument("--grpc-listen-fd", type=int, default=None,
                           help="accepted; greenfront serves no gRPC")
     frontend.add_argument("--args-json", required=True)
+    serve.add_parser(commands)
     return parser
 
 
 def launch_settings(ns: argparse.Namespace) -> dict[str, str]:
     """Every GREENFRONT_* setting of a launched frontend."""
     settings = settings_from_args_json(ns.args_json)
-    # gunicorn runs from the repository; paths given to vllm serve are relative to its own cwd.
-    for name in ("GREENFRONT_MODEL", "GREENFRONT_TOKENIZER", "GREENFRONT_CHAT_TEMPLATE"):
-        value = settings.get(name)
-        if value and os.path.exists(value):
-            settings[name] = os.path.abspath(value)
+    absolute_paths(settings)
     settings.update({
         "GREENFRONT_ENGINE": "launched",
         "GREENFRONT_BIND": f"fd://{ns.listen_fd}",
-        "GREENFRONT_WORKERS": "1",
         "GREENFRONT_INPUT_FD": str(ns.input_listener_fd),
         "GREENFRONT_OUTPUT_FD": str(ns.output_listener_fd),
         "GREENFRONT_ENGINE_START": str(ns.engine_start_index),
@@ -63,7 +61,12 @@ def launch_settings(ns: argparse.Namespace) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ns = build_parser().parse_args(argv)
+    parser = build_parser()
+    ns, extra = parser.parse_known_args(argv)
+    if ns.command == "serve":
+        return serve.main(ns, extra)
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         settings = launch_settings(ns)
     except (ValueError, UnsupportedOptions) as exc:
@@ -78,12 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     if ns.grpc_listen_fd is not None:
         print("greenfront: --grpc-listen-fd given; greenfront serves no gRPC, only HTTP",
               file=sys.stderr)
-    env = dict(os.environ)
-    env.update(settings)
-    os.chdir(ROOT)
-    args = [sys.executable, "-m", "gunicorn", "-c", os.path.join(ROOT, "gunicorn.conf.py"),
-            "app:api"]
-    os.execve(sys.executable, args, env)
+    exec_gunicorn(settings)
     return 0  # not reached
 
 

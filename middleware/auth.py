@@ -1,6 +1,7 @@
-"""API-key check (``Authorization: Bearer <key>``) when keys are configured; ``EXEMPT_PATHS``
-(/health, /ready, /metrics, /version) answer without one: vLLM guards only its /v1, /v2,
-/inference and /cohere paths.
+"""API-key check (``Authorization: Bearer <key>``) when keys are configured, on exactly the paths
+vLLM 0.32 guards: those under ``/v1``, ``/v2``, ``/inference`` and ``/cohere``; every other path
+(/health, /ready, /metrics, /version, /tokenize, /openapi.json, …) and every OPTIONS request
+(CORS preflights) answer without one.
 
 Runs on: the HTTP hub or a pool thread (whichever runs the Falcon call).
 """
@@ -12,7 +13,7 @@ import falcon
 
 from errors import Unauthorized
 
-EXEMPT_PATHS = frozenset({"/health", "/ready", "/metrics", "/version"})
+GUARDED_PREFIXES = ("/v1", "/v2", "/inference", "/cohere")
 
 
 class AuthMiddleware:
@@ -20,7 +21,8 @@ class AuthMiddleware:
         self._keys = tuple(k.encode() for k in keys)
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
-        if not self._keys or req.path in EXEMPT_PATHS:
+        if (not self._keys or req.method == "OPTIONS"
+                or not req.path.startswith(GUARDED_PREFIXES)):
             return
         header = req.get_header("Authorization") or ""
         scheme, _, token = header.partition(" ")

@@ -20,6 +20,8 @@ class HealthResource:
     once an engine stayed silent for ``GREENFRONT_ENGINE_STALL_LIVENESS_TIMEOUT`` (liveness: an
     orchestrator restarts the deployment; a DP rank that hangs cannot be restarted alone)."""
 
+    media_type = None  # an empty body
+
     def __init__(self, state: WorkerState) -> None:
         self._state = state
         self._liveness_timeout = state.config.engine_stall_liveness_timeout
@@ -54,6 +56,8 @@ class ReadyResource:
 
 
 class VersionResource:
+    """The vLLM version the engines report, and greenfront's."""
+
     def __init__(self, state: WorkerState) -> None:
         self._state = state
 
@@ -88,6 +92,8 @@ class MetricsResource:
     MultiProcessCollector, mean of 50), far too long to hold the HTTP
     hub; it runs on a request-pool thread while this greenlet waits.
     """
+
+    media_type = "text/plain"
 
     def __init__(self, state: WorkerState) -> None:
         self._state = state

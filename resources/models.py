@@ -14,6 +14,8 @@ from runtime.state import WorkerState
 
 
 class ModelsResource:
+    """List the served models."""
+
     def __init__(self, state: WorkerState) -> None:
         self._state = state
 

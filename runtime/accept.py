@@ -18,18 +18,25 @@ Runs on: the HTTP hub (the accept watcher's callback).
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from gevent.pool import Pool
 from gevent.server import StreamServer
 
 ACCEPT_BATCH = 32
+#: The servers of this worker, for ``close_idle``.
+_servers: "weakref.WeakSet[PromptStartServer]" = weakref.WeakSet()
 
 
 class PromptStartServer(StreamServer):
     """``StreamServer`` that accepts in batches and starts each connection's greenlet at once."""
 
     max_accept = property(lambda self: ACCEPT_BATCH, lambda self, value: None)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _servers.add(self)
 
     def do_handle(self, *args: Any) -> None:
         pool = self.pool
@@ -52,6 +59,16 @@ def _handle_then_close(handle: Any, close: Any, args: tuple) -> None:
         handle(*args)
     finally:
         close(*args)
+
+
+def close_idle() -> None:
+    """Stop accepting and close every connection still open (at the end of a drain, when only
+    idle keep-alive connections are left), so gunicorn's worker exits without waiting out their
+    keep-alive timeout."""
+    for server in list(_servers):
+        server.close()
+        if isinstance(server.pool, Pool):
+            server.pool.kill(block=False)
 
 
 def install() -> None:

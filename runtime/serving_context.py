@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from engine.protocol import LoRARequest
 from errors import ModelNotFound
+from text.output_parsers import OutputParsers
 
 
 class AdapterLookup(Protocol):
@@ -50,12 +51,14 @@ class ServingContext:
         max_stop_strings: ``VLLM_MAX_STOP_STRINGS``.
         max_n: ``VLLM_MAX_N_SEQUENCES``.
         max_completion_prompts: ``VLLM_MAX_COMPLETION_PROMPTS``.
-        structured_outputs_backend: the ``_backend`` written into structured-output params
-            (``GREENFRONT_STRUCTURED_OUTPUTS_BACKEND``).
+        structured_outputs_backend: ``--structured-outputs-config``'s backend (``auto`` resolves
+            per request, as vLLM's frontend does).
         special_tokens: ``bos_token``/``eos_token``/... text for request chat templates (used only
             with ``trust_request_chat_template``).
         adapters: the runtime LoRA adapters a request may name as ``model``
             (``VLLM_ALLOW_RUNTIME_LORA_UPDATING``), or None.
+        output_parsers: the tool-call and reasoning parser classes (``--tool-call-parser``
+            with ``--enable-auto-tool-choice``, ``--reasoning-parser``).
     """
 
     served_model_names: tuple[str, ...]
@@ -75,9 +78,10 @@ class ServingContext:
     max_stop_strings: int = 4
     max_n: int = 16384
     max_completion_prompts: int = 1024
-    structured_outputs_backend: str = "xgrammar"
+    structured_outputs_backend: str = "auto"
     special_tokens: dict = field(default_factory=dict)
     adapters: AdapterLookup | None = None
+    output_parsers: OutputParsers = field(default_factory=OutputParsers)
 
     @property
     def model_name(self) -> str:

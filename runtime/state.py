@@ -19,7 +19,6 @@ import gevent
 
 from config import Config
 from engine.client import EngineClient
-from engine.transport import endpoint_for_fd
 from runtime.hub_lag import HubLagMonitor
 from runtime.lora_registry import adapter_lookup
 from runtime.metrics import Metrics
@@ -39,6 +38,7 @@ class WorkerState:
         self.model = None
         self.tokenizer = None
         self.chat_template = None
+        self.output_parsers = None
         self.client: EngineClient | None = None
         self._context = None
         self.started_at: float = 0.0
@@ -57,18 +57,15 @@ class WorkerState:
         """Load the tokenizer and start the engine client (idempotent per process)."""
         if self.pid == os.getpid():
             return
-        from text.chat_template import ChatTemplate
-        from text.model_dir import ModelFiles
-        from text.tokenizer import Tokenizer
+        from text import loaded
 
         cfg = self.config
         self.pid = os.getpid()
         self.started_at = time.time()
-        self.model = ModelFiles.load(cfg.tokenizer_dir)
-        self.tokenizer = Tokenizer.from_files(self.model, backend=cfg.tokenizer_backend)
-        template = _chat_template_text(cfg.chat_template) or self.model.chat_template
-        self.chat_template = (ChatTemplate(template, self.model.special_tokens)
-                              if template else None)
+        text = loaded.load(cfg.tokenizer_dir, cfg.tokenizer_backend, cfg.chat_template)
+        self.model, self.tokenizer, self.chat_template = (text.model, text.tokenizer,
+                                                          text.chat_template)
+        self.output_parsers = self._load_output_parsers()
         get_pool(cfg)
         self.client = self._make_client()
         self.client.start()
@@ -85,6 +82,25 @@ class WorkerState:
                  self.pid, cfg.worker_slot, self.tokenizer.backend, cfg.request_threads,
                  "on" if cfg.offload else "off")
 
+    def _load_output_parsers(self):
+        """The configured tool-call and reasoning parsers (checked against the vocabulary, which
+        is only built when a parser is configured); a bad set-up stops the server."""
+        from text.output_parsers import OutputParsers, ParserSetupError, load_output_parsers
+
+        cfg = self.config
+        if not (cfg.enable_auto_tool_choice or cfg.tool_call_parser or cfg.tool_parser_plugin
+                or cfg.reasoning_parser):
+            return OutputParsers()
+        try:
+            return load_output_parsers(
+                enable_auto_tool_choice=cfg.enable_auto_tool_choice,
+                tool_call_parser=cfg.tool_call_parser,
+                tool_parser_plugin=cfg.tool_parser_plugin,
+                reasoning_parser=cfg.reasoning_parser, vocab=self.tokenizer.hf.get_vocab(True))
+        except ParserSetupError as exc:  # vLLM refuses to start the same way
+            log.error("cannot start: %s", exc)
+            _halt_server()
+
     def wait_for_engines(self, heartbeat: Callable[[], None]) -> None:
         """Before the worker accepts connections: wait (bounded by ``accept_wait``) for the
         engines to register, so a fresh or restarted worker does not take requests it can only
@@ -98,17 +114,16 @@ class WorkerState:
 
     def _make_client(self) -> EngineClient:
         cfg = self.config
-        if cfg.engine_mode == "launched":
-            # vllm serve's listeners, inherited: adopt them (ZMQ_USE_FD) at their own endpoints.
-            inputs = (endpoint_for_fd(cfg.input_fd), cfg.input_fd)
-            outputs = (endpoint_for_fd(cfg.output_fd), cfg.output_fd)
-        else:
-            inputs = (cfg.worker_address("in", cfg.worker_slot)[0], None)
-            outputs = (cfg.worker_address("out", cfg.worker_slot)[0], None)
+        # Launched by vllm serve, engine.relay plays the engines toward this slot's sockets (the
+        # engines themselves only know output socket 0); standalone, the engines connect here.
+        client_index = 0 if cfg.relayed else cfg.worker_slot
+        inputs = (cfg.worker_address("in", cfg.worker_slot)[0], None)
+        outputs = (cfg.worker_address("out", cfg.worker_slot)[0], None)
         return EngineClient(
             input_address=inputs[0], output_address=outputs[0],
             input_fd=inputs[1], output_fd=outputs[1],
-            client_index=cfg.worker_slot, engine_start=cfg.engine_start,
+            client_index=client_index, engine_start=cfg.engine_start,
+            worker_slot=cfg.worker_slot, worker_count=cfg.worker_count,
             engine_count=cfg.engine_count,
             coordinator_address=cfg.coordinator_address,
             io_threads=cfg.zmq_threads, max_model_len_cap=cfg.max_model_len,
@@ -183,10 +198,19 @@ class WorkerState:
             max_stop_strings=cfg.max_stop_strings,
             max_n=cfg.max_n,
             max_completion_prompts=cfg.max_completion_prompts,
-            default_chat_template_kwargs=cfg.default_chat_template_kwargs,
+            default_chat_template_kwargs=server_template_kwargs(cfg),
             structured_outputs_backend=cfg.structured_outputs_backend,
             adapters=adapter_lookup(cfg),
+            output_parsers=self.output_parsers,
         )
+
+
+def server_template_kwargs(cfg) -> dict:
+    """``--default-chat-template-kwargs`` plus the ``cohere_format`` vLLM always adds to them
+    (its ``--cohere-format`` default, ``cmd4``, unless the kwargs name one)."""
+    kwargs = dict(cfg.default_chat_template_kwargs or {})
+    kwargs.setdefault("cohere_format", "cmd4")
+    return kwargs
 
 
 #: gunicorn halts the whole server (master included, non-zero exit) when a worker exits with
@@ -197,13 +221,3 @@ WORKER_BOOT_ERROR = 3
 def _halt_server() -> None:
     logging.shutdown()
     os._exit(WORKER_BOOT_ERROR)
-
-
-def _chat_template_text(value: str) -> str | None:
-    """``--chat-template``: a file path, or the template itself."""
-    if not value:
-        return None
-    if os.path.isfile(value):
-        with open(value, encoding="utf-8") as f:
-            return f.read()
-    return value

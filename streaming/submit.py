@@ -98,6 +98,8 @@ def start_generation(prepared: Prepared, client: EngineClient,
                 client_index=client.client_index,
                 priority=prepared.priority,
                 external_req_id=base,
+                reasoning_ended=prepared.reasoning_ended,
+                reasoning_parser_kwargs=prepared.reasoning_parser_kwargs,
             )
             streams.append(client.submit(request, waker))
     except BaseException:

@@ -1,6 +1,6 @@
 """Build greenfront's default model directory (tokenizer and configs, no weights).
 
-Owns: `python -m text.make_default_model OUT_DIR [--force]`, which writes a Hugging-Face-style
+Owns: `python -m text.make_default_model OUT_DIR [--force] [--markers]`, which writes a Hugging-Face-style
 directory that describes the same tokenizer and chat template as the reference tiny model
 (`shared/vllm-peers/make_tiny_model.py`), converted by our own code (`text.tekken`) from the
 Tekken file that the `mistral-common` package ships as data:
@@ -10,6 +10,9 @@ Tekken file that the `mistral-common` package ships as data:
     generation_config.json  {"bos_token_id":1,"eos_token_id":2,"do_sample":true,"temperature":1.0}
     config.json             minimal Llama-like config (max_position_embeddings 4096, vocab 131072)
     .complete               written last; its presence makes a rerun a no-op
+
+With `--markers` (`models/tekken-markers`) unused control tokens become the tool-call and
+reasoning marker tokens of `text.marker_tokens`, with a ChatML template that renders tools.
 
 Called by `make` on a fresh machine and by the test fixtures. Takes about two seconds.
 Runs on: a build step (plain process).
@@ -25,7 +28,7 @@ import sys
 import tempfile
 from typing import Any
 
-from text import tekken
+from text import marker_tokens, tekken
 
 TEKKEN_FILE = "tekken_240911.json"
 COMPLETE_MARKER = ".complete"
@@ -64,8 +67,25 @@ def _write_json(directory: str, name: str, obj: Any, *, indent: int | None = 2) 
         json.dump(obj, f, ensure_ascii=False, indent=indent)
 
 
-def build(out_dir: str, *, force: bool = False) -> str:
+def add_markers(doc: dict[str, Any]) -> None:
+    """Rename filler control tokens to the parsers' marker tokens (``text.marker_tokens``)."""
+    added = {entry["id"]: entry for entry in doc["added_tokens"]}
+    vocab = doc["model"]["vocab"]
+    for offset, (text, special) in enumerate(marker_tokens.MARKERS):
+        token_id = marker_tokens.FIRST_FREE_ID + offset
+        entry = added[token_id]
+        if not entry["content"].startswith("<SPECIAL_"):
+            raise ValueError(f"control token {token_id} is {entry['content']!r}, not a filler")
+        del vocab[entry["content"]]
+        vocab[text] = token_id
+        entry["content"], entry["special"] = text, special
+
+
+def build(out_dir: str, *, force: bool = False, markers: bool = False) -> str:
     """Write the model directory at `out_dir` unless it is already complete; returns `out_dir`.
+
+    With ``markers`` the tokenizer also has every tool/reasoning family's marker tokens and the
+    chat template renders tools (``text.marker_tokens``): the tool-calling test model.
 
     The files are written into a sibling temporary directory that is renamed into place, so a
     crash never leaves a half-written directory that looks complete.
@@ -78,6 +98,8 @@ def build(out_dir: str, *, force: bool = False) -> str:
     work = tempfile.mkdtemp(prefix=".tmp-model-", dir=parent)
     try:
         doc = tekken.convert_tekken(tekken.load_tekken(tekken_path()))
+        if markers:
+            add_markers(doc)
         vocab = doc["model"]["vocab"]
         vocab_size = len(vocab)
         bos_id, eos_id = vocab["<s>"], vocab["</s>"]
@@ -93,7 +115,7 @@ def build(out_dir: str, *, force: bool = False) -> str:
             "clean_up_tokenization_spaces": False,
             "model_max_length": MAX_POSITION_EMBEDDINGS,
             "tokenizer_class": "PreTrainedTokenizerFast",
-            "chat_template": CHAT_TEMPLATE,
+            "chat_template": marker_tokens.TOOL_CHAT_TEMPLATE if markers else CHAT_TEMPLATE,
         })
         _write_json(work, "generation_config.json", {
             "bos_token_id": bos_id, "eos_token_id": eos_id, "do_sample": True, "temperature": 1.0,
@@ -128,9 +150,10 @@ def build(out_dir: str, *, force: bool = False) -> str:
 def main(argv: list[str]) -> int:
     args = [a for a in argv if not a.startswith("--")]
     if len(args) != 1:
-        print("usage: python -m text.make_default_model OUT_DIR [--force]", file=sys.stderr)
+        print("usage: python -m text.make_default_model OUT_DIR [--force] [--markers]",
+              file=sys.stderr)
         return 2
-    out = build(args[0], force="--force" in argv)
+    out = build(args[0], force="--force" in argv, markers="--markers" in argv)
     print(out)
     return 0
 

@@ -387,9 +387,8 @@ class SimEngine:
         sim = sched.add(req, time.monotonic())
         for warning in sim.warnings:
             self._log(f"{req.request_id}: {warning}")
-        lora_note = f" lora={lora.lora_name}:{lora.lora_int_id}" if lora is not None else ""
         self._debug(f"ADD {req.request_id} prompt_len={sim.prompt_len} max_tokens={sim.max_tokens}"
-                    f" wave={req.current_wave} client={req.client_index}{lora_note}")
+                    f" wave={req.current_wave} client={req.client_index}{_add_notes(req)}")
 
     def _use_lora(self, request_id: str, lora: Any) -> None:
         """A request's adapter, as a real engine treats it: without LoRA support it is ignored;
@@ -430,6 +429,25 @@ class SimEngine:
             self._pause_waiters.append((client, call_id))
         else:
             self._reply(client, call_id, result, None)
+
+
+def _add_notes(req: Any) -> str:
+    """The optional parts of an ADD that the --verbose log names (tests read them)."""
+    notes = []
+    lora = req.lora_request
+    if lora is not None:
+        notes.append(f"lora={lora.lora_name}:{lora.lora_int_id}")
+    so = req.sampling_params.structured_outputs
+    if so:
+        kind = next((k for k in ("json", "regex", "choice", "grammar", "json_object",
+                                 "structural_tag") if so.get(k) is not None), "none")
+        notes.append(f"structured={so.get('_backend')}:{kind}"
+                     f"{':auto' if so.get('_backend_was_auto') else ''}")
+    if req.sampling_params.thinking_token_budget is not None:
+        notes.append(f"thinking_token_budget={req.sampling_params.thinking_token_budget}")
+    if req.reasoning_ended is not None:
+        notes.append(f"reasoning_ended={req.reasoning_ended}")
+    return "".join(" " + n for n in notes)
 
 
 def main(argv: list[str] | None = None) -> int:

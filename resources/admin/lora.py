@@ -38,6 +38,7 @@ from errors import NotFound, ServerError
 from resources.admin.engines import NO_TIMEOUT, call_each, engine_client
 from resources.common.fields import (
     MISSING,
+    fields_schema,
     parse_fields,
     require_object,
     v_bool,
@@ -98,9 +99,16 @@ def _check_lora_support(client: Any) -> None:
 
 # -- resources ----------------------------------------------------------------------------------
 class LoadLoraAdapterResource:
+    """Load a LoRA adapter into every engine."""
+
+    media_type = "text/plain"
+
     def __init__(self, state: WorkerState, registry: LoraRegistry) -> None:
         self._state = state
         self._registry = registry
+
+    def request_schemas(self) -> dict[str, dict]:
+        return {"LoadLoRAAdapterRequest": fields_schema(LOAD_FIELDS, "LoadLoRAAdapterRequest")}
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = parse_fields(require_object(read_json(req)), LOAD_FIELDS)
@@ -144,9 +152,17 @@ def _load_error(adapter: LoraAdapter, message: str) -> Exception:
 
 
 class UnloadLoraAdapterResource:
+    """Unload a LoRA adapter from every engine."""
+
+    media_type = "text/plain"
+
     def __init__(self, state: WorkerState, registry: LoraRegistry) -> None:
         self._state = state
         self._registry = registry
+
+    def request_schemas(self) -> dict[str, dict]:
+        return {"UnloadLoRAAdapterRequest": fields_schema(UNLOAD_FIELDS,
+                                                          "UnloadLoRAAdapterRequest")}
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = parse_fields(require_object(read_json(req)), UNLOAD_FIELDS)

@@ -14,35 +14,51 @@ from __future__ import annotations
 from typing import Any
 
 from errors import InvalidRequest
-from resources.chat import types, validate
-from runtime.serving_context import ServingContext
+from resources.chat import tool_choice, types, validate
+from resources.chat.parsing import ChatParsing
 from resources.common.fields import parse_fields, require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
 from resources.common.prompts import check_not_empty, make_rule, tokenize_texts
 from resources.common.sampling import (build_sampling_params, fan_out, max_tokens_for,
                                        usage_flags)
+from runtime.serving_context import ServingContext
 from text.chat_template import ChatTemplate, ChatTemplateError, parse_messages
 
 NO_TEMPLATE = ("As of transformers v4.44, default chat template is no longer allowed, so you must "
                "provide a chat template if the tokenizer does not define one.")
 
 
+#: Values that leave a kwarg unset when merged over another (vLLM's ``merge_kwargs``).
+_UNSET = (None, "auto")
+
+
+def _merged(defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    return {**defaults, **{k: v for k, v in overrides.items()
+                           if not any(v is u or v == u for u in _UNSET)}}
+
+
 def template_kwargs(ctx: ServingContext, f: dict[str, Any]) -> dict[str, Any]:
-    """Server defaults, then the request's ``chat_template_kwargs``, then the top-level fields
-    that vLLM merges over them (None values skipped), docs/text-parity.md §4.2 step 2."""
-    kwargs = dict(ctx.default_chat_template_kwargs or {})
+    """The chat template kwargs as vLLM 0.32 merges them (docs/text-parity.md §4.2 step 2): the request's
+    ``chat_template_kwargs`` under the request's own flags (``add_generation_prompt``,
+    ``continue_final_message``, ``documents``, ``reasoning_effort`` and the ``enable_thinking``
+    it implies), all of that over the server's ``--default-chat-template-kwargs``; a value of
+    None or "auto" never overrides. The same dict reaches the engine with a reasoning parser."""
     request_kwargs = f.get("chat_template_kwargs") or {}
-    kwargs.update(request_kwargs)
+    flags = {"add_generation_prompt": f["add_generation_prompt"],
+             "continue_final_message": f["continue_final_message"],
+             "documents": f.get("documents"), "reasoning_effort": f.get("reasoning_effort")}
     effort = f.get("reasoning_effort")
-    if effort is not None:
-        kwargs["reasoning_effort"] = effort
-        if "enable_thinking" not in request_kwargs:
-            kwargs["enable_thinking"] = effort != "none"
-    return kwargs
+    if effort is not None and "enable_thinking" not in request_kwargs:
+        flags["enable_thinking"] = effort != "none"
+    kwargs = _merged(request_kwargs, flags)
+    defaults = ctx.default_chat_template_kwargs
+    return _merged(defaults, kwargs) if defaults else kwargs
 
 
 def tool_dicts(tools: list[dict] | None) -> list[dict] | None:
-    """Tools as the template sees them (vLLM passes each tool's model dump)."""
+    """Tools as the template sees them: vLLM's model dump of each tool (``description`` and
+    ``parameters`` always present, ``strict``/``defer_loading`` only when set, unknown keys
+    dropped), so templates render the same prompt."""
     if tools is None:
         return None
     out = []
@@ -51,8 +67,59 @@ def tool_dicts(tools: list[dict] | None) -> list[dict] | None:
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             raise InvalidRequest("Each tool needs a `function` object with a `name`.",
                                  param="tools")
-        out.append({"type": tool.get("type", "function"), "function": function})
+        dumped = {"name": function["name"], "description": function.get("description"),
+                  "parameters": function.get("parameters")}
+        defer = function.get("defer_loading", tool.get("defer_loading"))
+        for key, value in (("strict", function.get("strict")), ("defer_loading", defer)):
+            if value is not None:
+                dumped[key] = value
+        item = {"type": tool.get("type", "function"), "function": dumped}
+        if tool.get("defer_loading") is not None:
+            item["defer_loading"] = tool["defer_loading"]
+        out.append(item)
     return out
+
+
+def chat_parsing(ctx: ServingContext, f: dict[str, Any]) -> ChatParsing | None:
+    """What the output parsers do for this request; None when the server has none. Also
+    applies their request changes to ``f`` (vLLM's ``adjust_request``): marker tokens kept in
+    the text, and "required"/named choices constrained to the calls' JSON schema."""
+    parsers = ctx.output_parsers
+    if not parsers.active:
+        return None
+    choice = f["tool_choice"]
+    named = choice["function"]["name"] if isinstance(choice, dict) else None
+    setup = ChatParsing(
+        parsers=parsers, tools=f["tools"], tool_choice="named" if named else (choice or "none"),
+        named=named, parallel_tool_calls=f["parallel_tool_calls"],
+        include_reasoning=f["include_reasoning"], template_kwargs=template_kwargs(ctx, f),
+        eos_ids=frozenset([ctx.tokenizer.eos_token_id, *ctx.generation_eos_ids]))
+    tool = parsers.tool_parser
+    if tool is not None and f["tools"] and setup.tool_choice != "none":
+        if tool.keep_special_tokens:
+            f["skip_special_tokens"] = False
+        if setup.forced_json:
+            f["structured_outputs"] = {"json": tool_choice.json_schema(
+                f["tools"], named, f["parallel_tool_calls"])}
+            f["response_format"] = None
+    return setup
+
+
+def engine_reasoning(ctx: ServingContext, f: dict[str, Any],
+                     prompt_ids: list[int]) -> tuple[bool | None, dict | None]:
+    """The ADD's ``reasoning_ended`` and ``reasoning_parser_kwargs`` as vLLM 0.32's chat frontend
+    sets them (a structured-output grammar applies once the thought is over): True when the
+    answer leaves the reasoning out; with a reasoning parser, whether the prompt already closed
+    the thought, and the chat template kwargs for the engine's own reasoning parser; otherwise
+    None (the engine decides)."""
+    parser = ctx.output_parsers.reasoning_parser
+    kwargs = {"chat_template_kwargs": template_kwargs(ctx, f)} if parser is not None else None
+    if not f["include_reasoning"]:
+        return True, kwargs
+    if parser is None:
+        return None, None
+    instance = parser(ctx.output_parsers.vocab, kwargs["chat_template_kwargs"])
+    return instance.prompt_ends_reasoning(prompt_ids), kwargs
 
 
 def render_prompt(ctx: ServingContext, f: dict[str, Any]) -> tuple[list[dict], str]:
@@ -97,7 +164,9 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
                      truncation_side=f["truncation_side"],
                      add_special_tokens=f["add_special_tokens"])
     conversation, prompt_text = render_prompt(ctx, f)
+    parsing = chat_parsing(ctx, f)
     ids = tokenize_texts(ctx, [prompt_text], rule)[0]
+    reasoning_ended, reasoning_kwargs = engine_reasoning(ctx, f, ids)
 
     stream = bool(f["stream"])
     include_usage, continuous = usage_flags(f, ctx) if stream else (False, False)
@@ -133,4 +202,6 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
         priority=f["priority"], cache_salt=f["cache_salt"], response_role=role,
         echo_content=echo_content if isinstance(echo_content, str) else "",
         return_prompt_text=bool(f["return_prompt_text"]),
-        prompt_text=prompt_text if f["return_prompt_text"] else None, lora_request=lora)
+        prompt_text=prompt_text if f["return_prompt_text"] else None, lora_request=lora,
+        chat_parsing=parsing, reasoning_ended=reasoning_ended,
+        reasoning_parser_kwargs=reasoning_kwargs)

@@ -4,7 +4,9 @@ Stream (docs/text-parity.md §6.3): on the request's first engine output, one ro
 (``{"role": …, "content": ""}`` with ``prompt_token_ids``/``prompt_text`` keys) and, with echo,
 one content chunk per choice carrying the echoed text; then one chunk per delta (``token_ids``
 key always present; ``stop_reason`` only on the terminal chunk); a usage chunk; ``[DONE]``.
-Non-streamed (docs/text-parity.md §6.2): every field, ``tool_calls`` omitted from the message.
+Non-streamed (docs/text-parity.md §6.2): every field; ``tool_calls`` only when the tool pipeline ran.
+With output parsers (``resources.chat.parsing``) each choice's text goes through its
+``ChoiceParser``: reasoning, content and tool calls, streamed and whole.
 
 Called by: ``resources/generate_resource.py`` and the bodies in ``streaming/body.py``, with a
 ``RequestState``.
@@ -21,6 +23,8 @@ from resources.common.output import ChoiceDelta, RequestState
 from resources.common.prepared import PreparedRequest
 from resources.common.sse import frame
 from resources.common.stream_renderer import StreamRenderer
+from text.tool_parsers.ids import new_call_id
+from resources.chat.parsing import ChoiceParser, delta_json
 
 CHUNK_OBJECT = "chat.completion.chunk"
 
@@ -33,11 +37,27 @@ class ChatStreamRenderer(StreamRenderer):
     def __init__(self, prepared: PreparedRequest, ctx: ServingContext) -> None:
         super().__init__(prepared, ctx)
         self.started = False
+        setup = prepared.chat_parsing
+        #: one parser per choice (index = choice index), or None without output parsers
+        self.parsers = None if setup is None else [
+            ChoiceParser(setup, c.prompt_token_ids) for c in prepared.choices]
+        self.reasoning_details = setup is not None and setup.parsers.reasoning_parser is not None
+        # vLLM hides per-token metadata while it hides reasoning (it could leak the thought).
+        self.hide_metadata = setup is not None and not setup.include_reasoning
 
     def _zero_usage(self, state: RequestState) -> dict:
         prompt = state.prompt_tokens()
         return {"prompt_tokens": prompt, "total_tokens": prompt, "completion_tokens": 0,
-                "completion_tokens_details": None}
+                "completion_tokens_details": self._details(0)}
+
+    def _details(self, reasoning_tokens: int) -> dict | None:
+        return {"reasoning_tokens": reasoning_tokens} if self.reasoning_details else None
+
+    def completion_tokens_details(self, state: RequestState) -> dict | None:
+        if not self.reasoning_details:
+            return None
+        return self._details(sum(p.reasoning_tokens(c.token_ids)
+                                 for p, c in zip(self.parsers, state.choices)))
 
     def _opening(self, state: RequestState) -> bytes:
         """Role chunks for every choice, then echo chunks (vLLM's first iteration)."""
@@ -75,21 +95,39 @@ class ChatStreamRenderer(StreamRenderer):
         previous = delta.completion_tokens - len(delta.token_ids)
         if not delta.text and not delta.token_ids and not previous:
             return opening  # vLLM skips empty steps before the first token
-        choice: dict[str, Any] = {"index": delta.index, "delta": {"content": delta.text},
-                                  "logprobs": delta.logprobs}
-        if delta.finish_reason is None:
+        finish_reason = delta.finish_reason
+        logprobs = None if self.hide_metadata else delta.logprobs
+        if self.parsers is None:
+            message: dict[str, Any] = {"content": delta.text}
+        else:
+            parser = self.parsers[delta.index]
+            parts = parser.delta(delta.text, delta.token_ids, finish_reason is not None)
+            if parts is None and finish_reason is None and logprobs is None and (
+                    not p.return_token_ids or self.hide_metadata):
+                return opening  # nothing to show yet (a marker, a held-back tag)
+            message = {} if parts is None else delta_json(parts)
+            if finish_reason is not None:
+                finish_reason = parser.stream_finish_reason(finish_reason or "stop")
+        choice: dict[str, Any] = {"index": delta.index, "delta": message, "logprobs": logprobs}
+        if finish_reason is None:
             choice["finish_reason"] = None
         else:
-            choice["finish_reason"] = delta.finish_reason or "stop"
+            choice["finish_reason"] = finish_reason or "stop"
             choice["stop_reason"] = delta.stop_reason
-        choice["token_ids"] = delta.token_ids if p.return_token_ids else None
+        choice["token_ids"] = (delta.token_ids if p.return_token_ids and not self.hide_metadata
+                               else None)
         body: dict[str, Any] = {**self.head, "choices": [choice]}
         if p.continuous_usage:
             prompt = state.prompt_tokens()
+            details = None
+            if self.reasoning_details:
+                choice_state = state.choices[delta.index]
+                details = self._details(self.parsers[delta.index].reasoning_tokens(
+                    choice_state.token_ids))
             body["usage"] = {"prompt_tokens": prompt,
                              "total_tokens": prompt + delta.completion_tokens,
                              "completion_tokens": delta.completion_tokens,
-                             "completion_tokens_details": None}
+                             "completion_tokens_details": details}
         if (not p.include_usage and self.fingerprint is not None
                 and delta.finish_reason is not None):
             body["system_fingerprint"] = self.fingerprint
@@ -99,33 +137,61 @@ class ChatStreamRenderer(StreamRenderer):
         return {k: v for k, v in details.items() if v is not None}
 
 
+def _message(prepared: PreparedRequest, c: Any, parser: ChoiceParser | None
+             ) -> tuple[dict[str, Any], str]:
+    """(message, finish_reason) of one finished choice."""
+    finish_reason = c.finish_reason or "stop"
+    text = c.final_text()
+    if parser is None:
+        content, reasoning, calls = text, None, None
+    else:
+        parsed = parser.final(text, finish_reason)
+        content, reasoning, calls = parsed.content, parsed.reasoning, parsed.tool_calls
+        finish_reason = parsed.finish_reason
+    if prepared.echo:
+        content = prepared.echo_content + (content or "")
+    message: dict[str, Any] = {"role": prepared.response_role, "content": content,
+                               "refusal": None, "annotations": None, "audio": None,
+                               "function_call": None}
+    if calls:  # vLLM leaves an empty list out
+        message["tool_calls"] = [
+            {"id": call.id or new_call_id(), "type": "function",
+             "function": {"name": call.name, "arguments": call.arguments}} for call in calls]
+    message["reasoning"] = reasoning
+    return message, finish_reason
+
+
 def render_chat_response(prepared: PreparedRequest, state: RequestState) -> bytes:
     """The non-streamed body (every field of docs/text-parity.md §6.2, nulls included)."""
+    setup = prepared.chat_parsing
+    hide_metadata = setup is not None and not setup.include_reasoning
     choices = []
+    reasoning_tokens = 0
     for c in state.choices:
+        parser = None if setup is None else ChoiceParser(setup, c.choice.prompt_token_ids)
         logprobs = None
-        if prepared.logprobs is not None:
+        if prepared.logprobs is not None and not hide_metadata:
             logprobs = chat_logprobs(c.token_ids, c.positions, prepared.logprobs, state.namer,
                                      py_floats=True)
-        content = c.final_text()
-        if prepared.echo:
-            content = prepared.echo_content + content
+        message, finish_reason = _message(prepared, c, parser)
+        if parser is not None:
+            reasoning_tokens += parser.reasoning_tokens(c.token_ids)
         choices.append({
-            "index": c.choice.index,
-            "message": {"role": prepared.response_role, "content": content, "refusal": None,
-                        "annotations": None, "audio": None, "function_call": None,
-                        "reasoning": None},
-            "logprobs": logprobs, "finish_reason": c.finish_reason or "stop",
-            "stop_reason": c.stop_reason,
-            "token_ids": list(c.token_ids) if prepared.return_token_ids else None,
+            "index": c.choice.index, "message": message, "logprobs": logprobs,
+            "finish_reason": finish_reason, "stop_reason": c.stop_reason,
+            "token_ids": (list(c.token_ids) if prepared.return_token_ids and not hide_metadata
+                          else None),
             "routed_experts": None})
     first = state.choices[0]
     prompt_logprobs = (None if first.prompt_positions is None else
                        prompt_logprobs_json(first.prompt_positions, state.ctx.tokenizer))
+    usage = state.usage()
+    if setup is not None and setup.parsers.reasoning_parser is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     return dumps({
         "id": prepared.request_id, "object": "chat.completion", "created": prepared.created,
         "model": prepared.model, "choices": choices, "service_tier": None,
-        "system_fingerprint": state.ctx.system_fingerprint, "usage": state.usage(),
+        "system_fingerprint": state.ctx.system_fingerprint, "usage": usage,
         "prompt_logprobs": prompt_logprobs,
         "prompt_token_ids": first.choice.prompt_token_ids if prepared.return_token_ids else None,
         "prompt_text": prepared.prompt_text, "kv_transfer_params": None,

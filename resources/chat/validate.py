@@ -1,9 +1,9 @@
-"""/v1/chat/completions checks, in vLLM 0.32's order and wording (text-parity §8.2).
+"""/v1/chat/completions checks, in vLLM 0.32's order and wording (docs/text-parity.md §8.2).
 
 Owns: the message validator that reproduces pydantic's errors for vLLM's union of message types
 (a ``content: null`` user message yields the 19 errors of §8.2), the raw-body "before" checks of
 ChatCompletionRequest (generation-prompt flags, tools, structured outputs, logprobs, stream
-options, response_format), and the serving-layer checks (tool choice without a parser, request
+options, response_format), and the serving-layer checks (a tool choice the configured parsers cannot serve, request
 chat templates, beam search).
 
 Called by: ``resources.chat.convert`` (and ``resources.chat.types`` for the message validator).
@@ -16,7 +16,10 @@ from typing import Any
 from errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.fields import INVALID, add_error, described
-from resources.common.sampling_rules import check_logprob_counts, refuse_unimplemented
+from resources.common.fields import INVALID, add_error, with_schema
+from resources.common.sampling_rules import (check_logprob_counts, check_thinking_token_budget,
+                                             refuse_unimplemented)
+from resources.common.structured_outputs import check_structural_tags
 
 # vLLM's message union, in order: (class name, required role literal or None for "any string",
 # fields in declaration order as (name, rule)). Rules: "text" = str or iterable of parts,
@@ -35,6 +38,36 @@ _UNION = (
                                                         ("role", "role"))),
     ("CustomChatCompletionMessageParam", None, (("role", "anystr"), ("content", "content?"))),
 )
+
+
+_PARTS = {"type": "array", "items": {"type": "object"}}
+#: The JSON Schema of each content rule of ``_UNION``: (schema, required).
+_RULE_SCHEMAS = {
+    "text": ({"anyOf": [{"type": "string"}, _PARTS]}, True),
+    "text?": ({"anyOf": [{"type": "string"}, _PARTS, {"type": "null"}]}, False),
+    "str": ({"type": "string"}, True),
+    "anystr": ({"type": "string"}, True),
+    "str?": ({"anyOf": [{"type": "string"}, {"type": "null"}]}, True),
+    "content?": ({"anyOf": [{"type": "string"}, _PARTS]}, False),
+}
+
+
+def message_schema() -> dict:
+    """The JSON Schema of one message: any member of ``_UNION`` (what ``v_message`` accepts)."""
+    members = []
+    for name, role, rules in _UNION:
+        properties, required = {}, []
+        for field, rule in rules:
+            if rule == "role":
+                schema, needed = {"type": "string", "enum": [role]}, True
+            else:
+                schema, needed = _RULE_SCHEMAS[rule]
+            properties[field] = schema
+            if needed:
+                required.append(field)
+        members.append({"type": "object", "title": name, "properties": properties,
+                        "required": required})
+    return {"anyOf": members}
 
 
 def _content_errors(rule: str, value: Any, loc: tuple, errors: list) -> None:
@@ -107,7 +140,8 @@ def _v_message(value: Any, loc: tuple, errors: list) -> Any:
     return INVALID
 
 
-v_message = described(_v_message, "message", roles=tuple(r for _, r, _ in _UNION if r))
+v_message = with_schema(described(_v_message, "message", roles=tuple(r for _, r, _ in _UNION if r)),
+                        message_schema())
 
 
 def _check_tools_raw(body: dict) -> None:
@@ -189,6 +223,8 @@ def check_raw(body: dict) -> None:
     if isinstance(rf, dict) and rf.get("type") == "json_schema" and rf.get("json_schema") is None:
         raise InvalidRequest("When response_format type is 'json_schema', the 'json_schema' "
                              "field must be provided.", param="response_format")
+    check_structural_tags(body)
+    check_thinking_token_budget(body.get("thinking_token_budget"))
     messages = body.get("messages")
     if isinstance(messages, list):  # the deprecated spelling is renamed before validation
         for msg in messages:
@@ -197,14 +233,14 @@ def check_raw(body: dict) -> None:
 
 
 def check_request(f: dict[str, Any], ctx: ServingContext) -> None:
-    """Serving-layer refusals before rendering: beam search, unsupported extras, tool choice
-    without a tool parser (greenfront has none), untrusted request chat templates."""
+    """Serving-layer refusals before rendering: beam search, unsupported extras, a tool choice
+    that needs a tool parser the server does not have, untrusted request chat templates."""
     refuse_unimplemented(f)
     choice = f["tool_choice"]
-    if choice == "auto":
-        raise InvalidRequest('"auto" tool choice requires --enable-auto-tool-choice and '
-                             "--tool-call-parser to be set")
-    if choice not in (None, "none"):
+    if ctx.output_parsers.tool_parser is None and choice not in (None, "none"):
+        if choice == "auto":
+            raise InvalidRequest('"auto" tool choice requires --enable-auto-tool-choice and '
+                                 "--tool-call-parser to be set")
         desc = (f'function "{choice["function"]["name"]}"' if isinstance(choice, dict)
                 else f'"{choice}"')
         raise InvalidRequest(f"tool_choice={desc} requires --tool-call-parser to be set")

@@ -29,6 +29,22 @@ MISSING = object()
 
 Validator = Callable[[Any, tuple, list], Any]
 
+SCHEMA_ATTR = "json_schema"
+"""Each validator carries the JSON Schema of the JSON values it accepts as this attribute (the
+strict JSON types, as vLLM's pydantic models publish them; the lax string forms are not listed).
+``resources.openapi`` builds /openapi.json from them."""
+
+
+def with_schema(check: Validator, schema: dict) -> Validator:
+    """``check`` with its JSON Schema attached (see ``SCHEMA_ATTR``)."""
+    setattr(check, SCHEMA_ATTR, schema)
+    return check
+
+
+def schema_of(validator: Validator) -> dict:
+    """The JSON Schema a validator declares; ``{}`` (any value) when it declares none."""
+    return getattr(validator, SCHEMA_ATTR, {})
+
 
 def described(check: Validator, kind: str, **params: Any) -> Validator:
     """Attach what ``check`` accepts as ``check.spec = (kind, params)``: plain data that tools
@@ -118,7 +134,14 @@ def v_int(ge: int | None = None, le: int | None = None, gt: int | None = None) -
         else:
             return add_error(errors, "int_type", loc, "Input should be a valid integer", value)
         return _bounds(out, loc, errors, ge, le, gt)
-    return described(check, "int", ge=ge, le=le, gt=gt)
+    return with_schema(described(check, "int", ge=ge, le=le, gt=gt), _bounded({"type": "integer"}, ge, le, gt))
+
+
+def _bounded(schema: dict, ge: Any, le: Any, gt: Any = None) -> dict:
+    for key, bound in (("minimum", ge), ("maximum", le), ("exclusiveMinimum", gt)):
+        if bound is not None:
+            schema[key] = bound
+    return schema
 
 
 def v_float(ge: float | None = None, le: float | None = None) -> Validator:
@@ -136,7 +159,7 @@ def v_float(ge: float | None = None, le: float | None = None) -> Validator:
         else:
             return add_error(errors, "float_type", loc, "Input should be a valid number", value)
         return _bounds(out, loc, errors, ge, le)
-    return described(check, "float", ge=ge, le=le)
+    return with_schema(described(check, "float", ge=ge, le=le), _bounded({"type": "number"}, ge, le))
 
 
 def v_bool() -> Validator:
@@ -162,7 +185,7 @@ def v_bool() -> Validator:
             return add_error(errors, "bool_parsing", loc,
                              "Input should be a valid boolean, unable to interpret input", value)
         return add_error(errors, "bool_type", loc, "Input should be a valid boolean", value)
-    return described(check, "bool")
+    return with_schema(described(check, "bool"), {"type": "boolean"})
 
 
 def v_str(min_length: int | None = None, max_length: int | None = None) -> Validator:
@@ -177,7 +200,12 @@ def v_str(min_length: int | None = None, max_length: int | None = None) -> Valid
             return add_error(errors, "string_too_long", loc, f"String should have at most "
                              f"{max_length} characters", value, {"max_length": max_length})
         return value
-    return described(check, "str", min_length=min_length, max_length=max_length)
+    schema: dict = {"type": "string"}
+    if min_length is not None:
+        schema["minLength"] = min_length
+    if max_length is not None:
+        schema["maxLength"] = max_length
+    return with_schema(described(check, "str", min_length=min_length, max_length=max_length), schema)
 
 
 def v_literal(*choices: str) -> Validator:
@@ -189,11 +217,11 @@ def v_literal(*choices: str) -> Validator:
             return value
         return add_error(errors, "literal_error", loc, f"Input should be {shown}", value,
                          {"expected": shown})
-    return described(check, "literal", choices=choices)
+    return with_schema(described(check, "literal", choices=choices), {"type": "string", "enum": list(choices)})
 
 
 def v_any() -> Validator:
-    return described(lambda value, loc, errors: value, "any")
+    return described(with_schema(lambda value, loc, errors: value, {}), "any")
 
 
 # ---- containers -----------------------------------------------------------------------------
@@ -220,8 +248,13 @@ def v_list(item: Validator, max_length: int | None = None,
                                                     "min_length": min_length,
                                                     "actual_length": len(out)})
         return out
-    return described(check, "list", item=item, min_length=min_length,
-                     max_length=max_length)
+    schema = {"type": "array", "items": schema_of(item)}
+    if max_length is not None:
+        schema["maxItems"] = max_length
+    if min_length is not None:
+        schema["minItems"] = min_length
+    return with_schema(described(check, "list", item=item, min_length=min_length,
+                     max_length=max_length), schema)
 
 
 def v_int_list(ge: int | None = None) -> Validator:
@@ -233,7 +266,7 @@ def v_int_list(ge: int | None = None) -> Validator:
             if ge is None or not value or min(value) >= ge:
                 return value
         return slow(value, loc, errors)
-    return described(check, "list", item=v_int(ge=ge), min_length=None, max_length=None)
+    return with_schema(described(check, "list", item=v_int(ge=ge), min_length=None, max_length=None), schema_of(slow))
 
 
 def v_dict(item: Validator = v_any()) -> Validator:
@@ -243,13 +276,16 @@ def v_dict(item: Validator = v_any()) -> Validator:
         before = len(errors)
         out = {k: item(v, loc + (k,), errors) for k, v in value.items()}
         return INVALID if len(errors) != before else out
-    return described(check, "dict", item=item)
+    inner = schema_of(item)
+    return with_schema(described(check, "dict", item=item), {"type": "object", **({"additionalProperties": inner}
+                                                    if inner else {})})
 
 
 def v_nullable(inner: Validator) -> Validator:
     def check(value: Any, loc: tuple, errors: list) -> Any:
         return None if value is None else inner(value, loc, errors)
-    return described(check, "nullable", inner=inner)
+    schema = schema_of(inner)
+    return with_schema(described(check, "nullable", inner=inner), {"anyOf": [schema, {"type": "null"}]} if schema else {})
 
 
 def v_union(*alternatives: Validator) -> Validator:
@@ -268,12 +304,36 @@ def v_union(*alternatives: Validator) -> Validator:
             collected.extend(mine)
         errors.extend(collected)
         return INVALID
-    return described(check, "union", alternatives=alternatives)
+    schemas = [schema_of(alt) for alt in alternatives]
+    return with_schema(described(check, "union", alternatives=alternatives), {"anyOf": schemas} if all(schemas) else {})
 
 
 # ---- field tables ---------------------------------------------------------------------------
 
 Field = tuple  # (name, validator, default); default MISSING = required
+
+
+def fields_schema(fields: list[Field], title: str | None = None) -> dict:
+    """The JSON Schema of a request object validated by ``fields``: its properties in table
+    order with their defaults, the fields without one required; other keys are ignored (so
+    allowed), as ``collect_fields`` ignores them."""
+    properties: dict[str, dict] = {}
+    required = []
+    for name, validator, default in fields:
+        prop = dict(schema_of(validator))
+        if default is MISSING:
+            required.append(name)
+        else:
+            value = default() if callable(default) else default
+            if value is None or isinstance(value, (bool, int, float, str, list, dict)):
+                prop["default"] = value
+        properties[name] = prop
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if title:
+        schema["title"] = title
+    if required:
+        schema["required"] = required
+    return schema
 
 
 def collect_fields(body: dict, fields: list[Field]) -> tuple[dict[str, Any], list[dict]]:

@@ -98,6 +98,13 @@ class PreparedRequest:
         response_role: chat ``message.role`` / first-chunk role.
         echo_content: chat echo text to prefix (the last message's content when its role matches).
         return_prompt_text / prompt_text: chat ``prompt_text`` (rendered template) when asked for.
+        reasoning_ended, reasoning_parser_kwargs: the EngineCoreRequest fields vLLM's chat
+            frontend fills for structured outputs with reasoning: True constrains from the
+            first token (``include_reasoning: false``, or a prompt that already closed the
+            thought), False waits for the engine's reasoning parser to see the thought end,
+            None leaves it to the engine; the kwargs carry the chat template kwargs.
+        chat_parsing: chat only: what the output parsers must do for this request
+            (``resources.chat.parsing.ChatParsing``), or None when no parser is configured.
     """
 
     kind: str
@@ -122,4 +129,7 @@ class PreparedRequest:
     return_prompt_text: bool = False
     prompt_text: str | None = None
     lora_request: LoRARequest | None = None
+    reasoning_ended: bool | None = None
+    reasoning_parser_kwargs: dict | None = None
+    chat_parsing: Any = None
     extra: dict[str, Any] = field(default_factory=dict)

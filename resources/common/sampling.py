@@ -29,6 +29,9 @@ __all__ = ["build_sampling_params", "fan_out", "max_tokens_for", "plain_error",
 from resources.common.fields import (INVALID, Field, add_error, described, v_bool, v_dict,
                                      v_float, v_int, v_int_list, v_list, v_literal, v_nullable,
                                      v_str, v_union)
+from resources.common.fields import (INVALID, Field, add_error, fields_schema, v_bool, v_dict, v_float, v_int,
+                                     v_int_list, v_list, v_literal, v_nullable, v_str, v_union,
+                                     with_schema)
 
 INT64 = {"ge": -(2 ** 63), "le": 2 ** 63 - 1}
 _SAMPLING_EPS = 1e-5
@@ -52,7 +55,7 @@ def v_stream_options() -> Any:
         for name, validator, default in inner:
             out[name] = validator(value[name], loc + (name,), errors) if name in value else default
         return INVALID if len(errors) != before else out
-    return described(check, "object", fields=inner)
+    return with_schema(described(check, "object", fields=inner), fields_schema(inner, "StreamOptions"))
 
 
 @lru_cache(maxsize=8)
@@ -150,7 +153,8 @@ def build_sampling_params(fields: dict, ctx: ServingContext, *, n: int, max_toke
     sp.update(max_tokens=max_tokens, min_tokens=fields["min_tokens"], logprobs=logprobs,
               prompt_logprobs=prompt_logprobs, stop=stop, stop_token_ids=stop_ids,
               bad_words=bad_words, logit_bias=logit_bias,
-              allowed_token_ids=fields.get("allowed_token_ids"))
+              allowed_token_ids=fields.get("allowed_token_ids"),
+              thinking_token_budget=fields.get("thinking_token_budget"))
     if 0 < sp["temperature"] < _MIN_TEMPERATURE:
         sp["temperature"] = _MIN_TEMPERATURE  # vLLM raises tiny temperatures to 0.01
     check_like_vllm(sp, n, ctx)

@@ -16,6 +16,7 @@ from typing import Any
 
 from errors import InvalidRequest
 from runtime.serving_context import ServingContext
+from resources.common.structured_outputs import structural_tag_text, wire_map
 
 _SAMPLING_EPS = 1e-5
 
@@ -45,6 +46,17 @@ def refuse_unimplemented(f: dict[str, Any]) -> None:
         raise unsupported("logits_processors", "logits_processors")
 
 
+def check_thinking_token_budget(value: Any) -> None:
+    """vLLM's ``thinking_token_budget`` rule, run on the raw value (booleans and floats are
+    refused before any integer coercion): a non-negative integer, or -1 for unlimited."""
+    if value is None:
+        return
+    if isinstance(value, (bool, float)) or not isinstance(value, int) or value < -1:
+        raise InvalidRequest("`thinking_token_budget` must be a non-negative integer or -1 for "
+                             "unlimited.", param="thinking_token_budget", value=value,
+                             show_value=True)
+
+
 def convert_logit_bias(bias: dict | None) -> dict[int, float] | None:
     """String keys to token ids, biases clamped to ±100 (docs/text-parity.md §8.2 wording for bad keys)."""
     if bias is None:
@@ -66,7 +78,8 @@ def convert_logit_bias(bias: dict | None) -> dict[int, float] | None:
 
 
 def structured_outputs_for(fields: dict, ctx: ServingContext) -> dict | None:
-    """``response_format`` / ``structured_outputs`` -> the 11-key wire map with ``_backend``."""
+    """``response_format`` / ``structured_outputs`` -> the 11-key wire map, checked, with the
+    ``_backend`` the deployment's ``--structured-outputs-config`` selects."""
     params = dict(fields.get("structured_outputs") or {})
     rf = fields.get("response_format")
     kind = rf.get("type") if rf else None
@@ -75,9 +88,12 @@ def structured_outputs_for(fields: dict, ctx: ServingContext) -> dict | None:
     elif kind == "json_schema":
         schema = rf.get("json_schema")
         params["json"] = schema.get("schema") if isinstance(schema, dict) else None
+    elif kind == "structural_tag":
+        params["structural_tag"] = structural_tag_text(rf)
     elif kind not in (None, "text"):
         raise plain_error(f"response_format type {kind!r} is not supported by this server; use "
-                          "'text', 'json_object' or 'json_schema'.", "response_format")
+                          "'text', 'json_object', 'json_schema' or 'structural_tag'.",
+                          "response_format")
     if not params:
         return None
     keys = ("json", "regex", "choice", "grammar", "json_object", "structural_tag")
@@ -88,15 +104,7 @@ def structured_outputs_for(fields: dict, ctx: ServingContext) -> dict | None:
     if not chosen:
         raise InvalidRequest("You must use one kind of structured outputs constraint but none "
                              "are specified")
-    return {"json": params.get("json"), "regex": params.get("regex"),
-            "choice": params.get("choice"), "grammar": params.get("grammar"),
-            "json_object": params.get("json_object"),
-            "disable_any_whitespace": bool(params.get("disable_any_whitespace", False)),
-            "disable_additional_properties": bool(params.get("disable_additional_properties",
-                                                             False)),
-            "whitespace_pattern": params.get("whitespace_pattern"),
-            "structural_tag": params.get("structural_tag"),
-            "_backend": ctx.structured_outputs_backend, "_backend_was_auto": True}
+    return wire_map(params, ctx.structured_outputs_backend)
 
 
 def bad_words_token_ids(tokenizer: Any, words: list[str]) -> list[list[int]]:
@@ -191,7 +199,13 @@ def _check_extra_args(extra_args: Any) -> None:
 
 
 def check_engine_side(sp: dict, ctx: ServingContext) -> None:
-    """The checks vLLM's engine client runs after building SamplingParams (vocab, logprobs)."""
+    """The checks vLLM's engine client runs after building SamplingParams (vocab, logprobs,
+    a thinking budget without a reasoning parser: vLLM's ``reasoning_config``)."""
+    budget = sp.get("thinking_token_budget")
+    if budget is not None and budget != -1 and ctx.output_parsers.reasoning_parser is None:
+        raise InvalidRequest("thinking_token_budget is set but reasoning_config is not "
+                             "configured. Please set --reasoning-parser and/or "
+                             "--reasoning-config to use thinking_token_budget.")
     vocab = ctx.tokenizer.vocab_size
     for name, label in (("logprobs", "sample"), ("prompt_logprobs", "prompt")):
         value = sp[name]

@@ -27,6 +27,10 @@ class StreamRenderer:
         """The usage chunk's ``prompt_tokens_details`` (with --enable-prompt-tokens-details)."""
         return details
 
+    def completion_tokens_details(self, state: RequestState) -> dict | None:
+        """The usage chunk's ``completion_tokens_details`` (None: left out)."""
+        return None
+
     def final_chunks(self, state: RequestState) -> bytes:
         """The usage chunk when requested, then ``[DONE]``."""
         if not self.prepared.include_usage:
@@ -36,6 +40,9 @@ class StreamRenderer:
         usage.pop("completion_tokens_details")
         if details is not None:
             usage["prompt_tokens_details"] = self.prompt_tokens_details(details, state)
+        completion_details = self.completion_tokens_details(state)
+        if completion_details is not None:
+            usage["completion_tokens_details"] = completion_details
         body: dict[str, Any] = {**self.head, "choices": [], "usage": usage}
         if self.fingerprint is not None:
             body["system_fingerprint"] = self.fingerprint

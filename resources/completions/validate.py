@@ -13,7 +13,9 @@ from typing import Any
 from errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.sampling import plain_error
-from resources.common.sampling_rules import check_logprob_counts, refuse_unimplemented
+from resources.common.sampling_rules import (check_logprob_counts, check_thinking_token_budget,
+                                             refuse_unimplemented)
+from resources.common.structured_outputs import check_structural_tags
 
 
 def _check_logprobs_raw(body: dict) -> None:
@@ -62,6 +64,8 @@ def check_raw(body: dict, ctx: ServingContext) -> None:
     if isinstance(rf, dict) and rf.get("type") == "json_schema" and rf.get("json_schema") is None:
         raise InvalidRequest("When response_format type is 'json_schema', the 'json_schema' "
                              "field must be provided.", param="response_format")
+    check_structural_tags(body)
+    check_thinking_token_budget(body.get("thinking_token_budget"))
 
 
 def check_request(f: dict[str, Any]) -> None:

@@ -19,7 +19,8 @@ from errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.fields import add_error, collect_fields, validation_error
 from resources.common.sampling import max_tokens_for
-from resources.common.sampling_rules import check_like_vllm, unsupported
+from resources.common.sampling_rules import (check_like_vllm, check_thinking_token_budget,
+                                             unsupported)
 from resources.generate import types
 
 _SAMPLING_EPS = 1e-5
@@ -105,10 +106,7 @@ def construct_sampling(sp: dict, ctx: ServingContext) -> dict:
     if sp["seed"] == -1:
         sp["seed"] = None
     budget = sp["thinking_token_budget"]
-    if budget is not None and budget < 0 and budget != -1:
-        raise InvalidRequest("`thinking_token_budget` must be a non-negative integer or -1 for "
-                             "unlimited.", param="thinking_token_budget", value=budget,
-                             show_value=True)
+    check_thinking_token_budget(budget)
     if budget == -1:
         sp["thinking_token_budget"] = None
     stop = sp["stop"]

@@ -1,4 +1,4 @@
-"""/tokenize and /detokenize: body -> response JSON bytes (text-parity §4.4).
+"""/tokenize and /detokenize: body -> response JSON bytes (docs/text-parity.md §4.4).
 
 ``/tokenize`` takes the chat form when the body has ``messages`` (rendered with the chat template,
 ``add_special_tokens`` false by default) and the completion form otherwise (``add_special_tokens``

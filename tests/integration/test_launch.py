@@ -1,7 +1,9 @@
 """``bin/greenfront frontend …`` as ``vllm serve`` starts it, with simulator engines.
 
 The test plays the supervisor: it binds the HTTP socket (not listening) and the engine listeners,
-starts the executable with the inherited fds and the engines pointed at those listeners.
+starts the executable with the inherited fds and the engines pointed at those listeners. The
+tests that matter for several workers run with ``GREENFRONT_WORKERS`` 1 and 2 (``engine.relay``
+owns the engine listeners and serves the workers).
 """
 from __future__ import annotations
 
@@ -32,10 +34,15 @@ def launch(model_dir):
         frontend.stop()
 
 
-def test_serves_the_openai_api_on_the_inherited_socket_and_exits_0_on_sigterm(launch):
+WORKERS = pytest.mark.parametrize("workers", ["1", "2"], ids=["1-worker", "2-workers"])
+
+
+@WORKERS
+def test_serves_the_openai_api_on_the_inherited_socket_and_exits_0_on_sigterm(launch, workers):
     fe = launch(sim_args=["--output-mode", "echo", "--itl-ms", "2"],
                 args={"enable_log_requests": True, "api_key": ["sekrit"]},
-                env={"VLLM_LOG_STATS_INTERVAL": "0.5"}).wait_healthy()
+                env={"VLLM_LOG_STATS_INTERVAL": "0.5",
+                     "GREENFRONT_WORKERS": workers}).wait_healthy()
     assert requests.get(fe.url + "/v1/models", timeout=10).status_code == 401
     assert requests.get(fe.url + "/health", timeout=10).status_code == 200
     client = openai.OpenAI(base_url=fe.url + "/v1", api_key="sekrit", max_retries=0)
@@ -63,23 +70,24 @@ def test_serves_the_openai_api_on_the_inherited_socket_and_exits_0_on_sigterm(la
 
 
 def test_unknown_frontend_option_is_refused_with_one_message(model_dir):
-    fe = LaunchedFrontend(model_dir, args={"tool_call_parser": "hermes",
-                                           "enable_auto_tool_choice": True,
+    fe = LaunchedFrontend(model_dir, args={"tool_server": "demo",
+                                           "root_path": "/api",
                                            "dtype": "bfloat16", "enforce_eager": True},
                           start_engines=False)
     try:
         assert fe.proc.wait(timeout=30) == 2
         log = fe.log()
         assert ("does not implement these vllm serve frontend options: "
-                "--enable-auto-tool-choice, --tool-call-parser") in log
+                "--root-path, --tool-server") in log
         assert "dtype" not in log.split("options:")[1]  # engine options are ignored
     finally:
         fe.stop()
 
 
-def test_engine_registration_timeout_exits_non_zero(model_dir):
+@WORKERS
+def test_engine_registration_timeout_exits_non_zero(model_dir, workers):
     fe = LaunchedFrontend(model_dir, args={"engine_ready_timeout_secs": 2},
-                          start_engines=False)
+                          start_engines=False, env={"GREENFRONT_WORKERS": workers})
     try:
         code = fe.proc.wait(timeout=60)
         assert code != 0
@@ -88,8 +96,9 @@ def test_engine_registration_timeout_exits_non_zero(model_dir):
         fe.stop()
 
 
-def test_engine_death_fails_requests_and_exits_non_zero(launch):
-    fe = launch(sim_args=["--die-after", "1"]).wait_healthy()
+@WORKERS
+def test_engine_death_fails_requests_and_exits_non_zero(launch, workers):
+    fe = launch(sim_args=["--die-after", "1"], env={"GREENFRONT_WORKERS": workers}).wait_healthy()
     r = requests.post(fe.url + "/v1/completions",
                       json={"prompt": "Hello", "max_tokens": 1000, "ignore_eos": True},
                       timeout=30)
@@ -110,17 +119,19 @@ def test_keep_alive_on_engine_death_keeps_serving_503(launch):
     assert fe.proc.poll() is None
 
 
-def test_two_engines_with_a_coordinator_follow_its_counts_and_wave(launch, tmp_path):
+@WORKERS
+def test_two_engines_with_a_coordinator_follow_its_counts_and_wave(launch, tmp_path, workers):
     ctx = zmq.Context()
     xpub = ctx.socket(zmq.XPUB)
     xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
     address = f"ipc://{tmp_path}/coordinator.sock"
     xpub.bind(address)
     try:
-        fe = launch(engines=2, coordinator=address,
+        fe = launch(engines=2, coordinator=address, env={"GREENFRONT_WORKERS": workers},
                     sim_args=["--output-mode", "echo", "--itl-ms", "2"]).wait_healthy()
-        assert xpub.poll(10000), "the frontend never subscribed"
-        assert xpub.recv() == b"\x01"
+        for _ in range(int(workers)):  # every worker subscribes on its own XSUB
+            assert xpub.poll(10000), "a worker never subscribed"
+            assert xpub.recv() == b"\x01"
         # Engine 0 is swamped, engine 1 idle; wave 7 is running.
         xpub.send(msgspec.msgpack.encode([[[50, 50, 0.9], [0, 0, 0.0]], 7, True]))
         time.sleep(0.5)

@@ -46,7 +46,7 @@ class VllmProcess:
     """One ``vllm serve`` process tree (and its log)."""
 
     def __init__(self, args: list[str], log_path: str, *, port: int | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, model: str = MODEL) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}" if port else ""
         self.log_path = log_path
@@ -55,7 +55,7 @@ class VllmProcess:
         for name in ("VLLM_USE_RUST_FRONTEND", "VLLM_RUST_FRONTEND_PATH"):
             if env is None or name not in env:
                 full_env.pop(name, None)
-        self.proc = subprocess.Popen([VLLM, "serve", MODEL] + args, env=full_env,
+        self.proc = subprocess.Popen([VLLM, "serve", model] + args, env=full_env,
                                      stdout=self._log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
 
@@ -86,13 +86,19 @@ class VllmProcess:
 
 
 def serve_with_greenfront(log_path: str, extra: list[str] | None = None,
-                          env: dict[str, str] | None = None) -> VllmProcess:
-    """``vllm serve`` with greenfront as its frontend (VLLM_USE_RUST_FRONTEND=1); ``env`` adds
+                          env: dict[str, str] | None = None,
+                          workers: int = 1) -> VllmProcess:
+    """``vllm serve`` with greenfront as its frontend (VLLM_USE_RUST_FRONTEND=1), running
+    ``workers`` gunicorn workers (engine.relay between them and the engines); ``env`` adds
     settings greenfront reads."""
     port = free_port()
     return VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []), log_path, port=port,
                        env={"VLLM_USE_RUST_FRONTEND": "1", "VLLM_RUST_FRONTEND_PATH": GREENFRONT,
-                            **(env or {})})
+                            "GREENFRONT_WORKERS": str(workers), **(env or {})})
+
+
+#: The drop-in tests that matter for several workers run with each of these worker counts.
+WORKER_COUNTS = [1, 2]
 
 
 def serve_with_python_frontend(log_path: str, extra: list[str] | None = None) -> VllmProcess:
@@ -103,10 +109,11 @@ def serve_with_python_frontend(log_path: str, extra: list[str] | None = None) ->
 
 @contextlib.contextmanager
 def vllm_frontend_on_simulator(logs: str, extra: list[str] | None = None,
-                               timeout: float = 300.0) -> Iterator[VllmProcess]:
+                               timeout: float = 300.0,
+                               sim_args: list[str] | None = None) -> Iterator[VllmProcess]:
     """vLLM's own Python frontend with no local engine (``--data-parallel-size-local 0``): it
     binds the handshake ROUTER and greenfront's simulator joins it as ``vllm serve --headless``
-    would. Both are killed on exit."""
+    would (its log: ``logs/sim.log``). Both are killed on exit."""
     port, rpc_port = free_port(), free_port()
     frontend = VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []) + [
         "--data-parallel-size", "1", "--data-parallel-size-local", "0",
@@ -114,7 +121,7 @@ def vllm_frontend_on_simulator(logs: str, extra: list[str] | None = None,
         os.path.join(logs, "frontend.log"), port=port)
     engine = subprocess.Popen(
         [sys.executable, "-m", "engine.sim", "--handshake", f"tcp://127.0.0.1:{rpc_port}",
-         "--max-model-len", "2048", "--output-mode", "echo"],
+         "--max-model-len", "2048"] + (sim_args or ["--output-mode", "echo"]),
         cwd=ROOT, stdout=open(os.path.join(logs, "sim.log"), "wb"), stderr=subprocess.STDOUT,
         start_new_session=True)
     try:

@@ -8,16 +8,16 @@ import threading
 import pytest
 import requests
 
-from tests.interop.peers import requires_peers, serve_with_greenfront
+from tests.interop.peers import WORKER_COUNTS, requires_peers, serve_with_greenfront
 
 pytestmark = requires_peers
 
 
-@pytest.fixture(scope="module")
-def dp2(tmp_path_factory):
+@pytest.fixture(scope="module", params=WORKER_COUNTS, ids=lambda n: f"{n}-workers")
+def dp2(request, tmp_path_factory):
     logs = tmp_path_factory.mktemp("vllm-dp2")
     stack = serve_with_greenfront(str(logs / "greenfront-dp2.log"),
-                                  ["--data-parallel-size", "2"])
+                                  ["--data-parallel-size", "2"], workers=request.param)
     try:
         yield stack.wait_healthy(timeout=420)
     finally:

@@ -15,8 +15,9 @@ import openai
 import pytest
 import requests
 
-from tests.interop.peers import (descendants, requires_peers, serve_with_greenfront,
-                                 serve_with_python_frontend)
+from bench.deploy import alive
+from tests.interop.peers import (WORKER_COUNTS, descendants, requires_peers,
+                                 serve_with_greenfront, serve_with_python_frontend)
 from tests.support.normalize import normalized
 
 pytestmark = requires_peers
@@ -26,16 +27,26 @@ def _normalized(body: bytes) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def stacks(tmp_path_factory):
+def theirs(tmp_path_factory):
+    logs = tmp_path_factory.mktemp("vllm-serve-python")
+    stack = serve_with_python_frontend(str(logs / "python.log"), ["--disable-log-stats"])
+    try:
+        yield stack.wait_healthy()
+    finally:
+        stack.kill()
+
+
+@pytest.fixture(scope="module", params=WORKER_COUNTS, ids=lambda n: f"{n}-workers")
+def stacks(request, tmp_path_factory, theirs):
+    """greenfront under vllm serve with 1, then 2 workers (every test here runs with each),
+    beside vLLM's own Python frontend."""
     logs = tmp_path_factory.mktemp("vllm-serve")
     # Stats stay on for greenfront's stack: its /metrics then shows the engine's running count.
-    ours = serve_with_greenfront(str(logs / "greenfront.log"))
-    theirs = serve_with_python_frontend(str(logs / "python.log"), ["--disable-log-stats"])
+    ours = serve_with_greenfront(str(logs / "greenfront.log"), workers=request.param)
     try:
-        yield ours.wait_healthy(), theirs.wait_healthy()
+        yield ours.wait_healthy(), theirs
     finally:
         ours.kill()
-        theirs.kill()
 
 
 REQUESTS = [
@@ -142,9 +153,4 @@ def _cmdline(pid: int) -> str:
         return "?"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+_alive = alive

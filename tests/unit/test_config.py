@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
+import config
 from config import README, REQUEST_THREADS_CAP, Config, readme_with_table
 
 
@@ -98,3 +101,27 @@ def test_server_info_view_redacts_secrets_and_lists_vllm_names():
     assert env["VLLM_SERVER_DEV_MODE"] is True
     assert env["VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES"] == "/a,/b"
     assert "VLLM_API_KEY" not in env
+
+
+def test_structured_outputs_backend_and_template_kwargs(caplog):
+    cfg = Config.from_env({"GREENFRONT_STRUCTURED_OUTPUTS_BACKEND": "outlines",
+                           "GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS": '{"enable_thinking": false}'})
+    assert cfg.structured_outputs_backend == "outlines"
+    assert cfg.default_chat_template_kwargs == {"enable_thinking": False}
+    bad = Config.from_env({"GREENFRONT_STRUCTURED_OUTPUTS_BACKEND": "xgrammarr",
+                           "GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS": "[1]"})
+    assert bad.structured_outputs_backend == "auto" and bad.default_chat_template_kwargs is None
+    assert "GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS" in caplog.text
+
+
+@pytest.mark.parametrize("cpus,memory,workers", [
+    (2, 24 << 30, 2),      # this project's VM: every core
+    (64, 256 << 30, config.WORKERS_CAP),
+    (8, 1 << 30, 2),       # 1 GiB available: half of it at 256 MB a worker
+    (4, 100 << 20, 1),
+    (3, None, 3),          # no /proc/meminfo
+])
+def test_default_worker_count_follows_cpus_then_memory(monkeypatch, cpus, memory, workers):
+    monkeypatch.setattr(config, "usable_cpus", lambda: cpus)
+    monkeypatch.setattr(config, "available_memory", lambda: memory)
+    assert config.default_worker_count() == workers

@@ -21,7 +21,49 @@ def test_honoured_options_become_settings_and_engine_options_are_ignored():
 
 def test_unimplemented_frontend_options_are_refused_in_one_message():
     with pytest.raises(UnsupportedOptions) as info:
-        settings_from_args_json(json.dumps({"model_tag": "/m", "tool_call_parser": "x",
-                                            "ssl_keyfile": "k", "tokenizer_mode": "mistral"}))
-    assert sorted(info.value.names) == ["ssl_keyfile", "tokenizer_mode", "tool_call_parser"]
-    assert "--tool-call-parser" in str(info.value) and "--ssl-keyfile" in str(info.value)
+        settings_from_args_json(json.dumps({"model_tag": "/m", "tool_server": "x",
+                                            "root_path": "/p", "tokenizer_mode": "mistral"}))
+    assert sorted(info.value.names) == ["root_path", "tokenizer_mode", "tool_server"]
+    assert "--tool-server" in str(info.value) and "--root-path" in str(info.value)
+
+
+def test_tool_and_reasoning_parser_flags_become_settings():
+    settings = settings_from_args_json(json.dumps({
+        "model_tag": "/m", "enable_auto_tool_choice": True, "tool_call_parser": "hermes",
+        "tool_parser_plugin": "/p.py", "reasoning_parser": "qwen3"}))
+    assert settings["GREENFRONT_ENABLE_AUTO_TOOL_CHOICE"] == "1"
+    assert settings["GREENFRONT_TOOL_CALL_PARSER"] == "hermes"
+    assert settings["GREENFRONT_TOOL_PARSER_PLUGIN"] == "/p.py"
+    assert settings["GREENFRONT_REASONING_PARSER"] == "qwen3"
+
+
+def test_structured_outputs_backend_and_default_template_kwargs_become_settings():
+    settings = settings_from_args_json(json.dumps({
+        "model_tag": "/m", "structured_outputs_config": {
+            "backend": "guidance", "disable_any_whitespace": False, "enable_in_reasoning": False},
+        "default_chat_template_kwargs": {"enable_thinking": False}}))
+    assert settings["GREENFRONT_STRUCTURED_OUTPUTS_BACKEND"] == "guidance"
+    assert json.loads(settings["GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS"]) == {
+        "enable_thinking": False}
+    auto = settings_from_args_json(json.dumps({"model_tag": "/m",
+                                               "structured_outputs_config": {"backend": "auto"}}))
+    assert "GREENFRONT_STRUCTURED_OUTPUTS_BACKEND" not in auto
+
+
+def test_frontend_behaviour_engine_options_are_refused_not_ignored():
+    with pytest.raises(UnsupportedOptions) as info:
+        settings_from_args_json(json.dumps({"model_tag": "/m", "stream_interval": 4,
+                                            "max_num_queued_reqs": 8}))
+    assert info.value.names == ["max_num_queued_reqs", "stream_interval"]
+
+
+def test_http_options_become_settings():
+    settings = settings_from_args_json(json.dumps({
+        "model_tag": "/m", "allowed_origins": ["https://a"], "allow_credentials": True,
+        "enable_request_id_headers": True, "ssl_keyfile": "k.pem", "ssl_certfile": "c.pem",
+        "shutdown_timeout": 30}))
+    assert settings["GREENFRONT_ALLOWED_ORIGINS"] == '["https://a"]'
+    assert settings["GREENFRONT_ALLOW_CREDENTIALS"] == "1"
+    assert settings["GREENFRONT_ENABLE_REQUEST_ID_HEADERS"] == "1"
+    assert settings["GREENFRONT_SSL_KEYFILE"] == "k.pem"
+    assert settings["GREENFRONT_SHUTDOWN_TIMEOUT"] == "30"

@@ -1,4 +1,4 @@
-"""/tokenize and /detokenize bodies of text-parity §4.4, and their §8.2 errors, byte for byte."""
+"""/tokenize and /detokenize bodies of docs/text-parity.md §4.4, and their §8.2 errors, byte for byte."""
 from __future__ import annotations
 
 import pytest

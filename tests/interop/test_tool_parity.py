@@ -1,0 +1,193 @@
+"""Tool calling and reasoning parity with vLLM 0.32's own Python frontend.
+
+For each parser configuration, vLLM's frontend and greenfront (same flags, same marker-token
+model, each on a greenfront simulator) answer the same scripted model outputs: one call,
+parallel calls, no call, a truncated call, reasoning then a call, and more; content,
+reasoning, tool-call names and argument strings, finish reasons and usage must be equal, both
+non-streamed and streamed (streams compared as accumulated per field; ids only counted).
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.interop.parity import ParityPair
+from tests.interop.peers import requires_peers
+from text.tokenizer import Tokenizer
+
+pytestmark = requires_peers
+
+W = '{"name": "get_weather", "arguments": {"city": "Paris", "unit": "c"}}'
+T = '{"name": "get_time", "arguments": {"zone": "CET"}}'
+WP = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+TP = '{"name": "get_time", "parameters": {"zone": "UTC"}}'
+
+#: parser flags -> (case id, scripted model output, extra request fields)
+CONFIGS: dict[str, tuple[list[str], list[tuple[str, str, dict]]]] = {
+    "hermes+qwen3": (["--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+                      "--reasoning-parser", "qwen3"], [
+        ("one-call", f"</think><tool_call>\n{W}\n</tool_call>", {}),
+        ("content-then-call", f"</think>Let me look.\n<tool_call>\n{W}\n</tool_call>", {}),
+        ("parallel", f"</think><tool_call>\n{W}\n</tool_call>\n<tool_call>\n{T}\n</tool_call>",
+         {}),
+        ("no-call", "</think>It is sunny.", {}),
+        ("truncated", f"</think><tool_call>\n{W}\n</tool_call>", {"max_tokens": 14}),
+        ("reasoning-then-call", f"<think>The user wants weather.</think>\n\n<tool_call>\n{W}"
+                                "\n</tool_call>", {}),
+        ("unfinished-thought", "<think>Still thinking about it", {}),
+        ("call-inside-thought", f"plan <tool_call>{W}</tool_call>", {}),
+        ("bad-json", "</think><tool_call>{\"name\": get_weather}</tool_call>", {}),
+        ("n=2", f"</think><tool_call>\n{W}\n</tool_call>", {"n": 2}),
+        ("parallel-off", f"</think><tool_call>{W}</tool_call><tool_call>{T}</tool_call>",
+         {"parallel_tool_calls": False}),
+        ("tool-choice-none", f"</think><tool_call>{W}</tool_call>", {"tool_choice": "none"}),
+        ("no-reasoning-shown", f"<think>secret</think><tool_call>{W}</tool_call>",
+         {"include_reasoning": False}),
+    ]),
+    "llama3_json+deepseek_r1": (["--enable-auto-tool-choice", "--tool-call-parser",
+                                 "llama3_json", "--reasoning-parser", "deepseek_r1"], [
+        ("one-call", f"</think><|python_tag|>{WP}", {}),
+        ("bare-json", f"</think>{WP}", {}),
+        ("parallel", f"</think>{WP}; {TP}", {}),
+        ("no-call", "</think>It is sunny.", {}),
+        ("truncated", f"</think>{WP}", {"max_tokens": 12}),
+        ("reasoning-then-call", f"<think>Need the weather.</think>{WP}", {}),
+        ("text-then-json", f"</think>Here: {WP}", {}),
+        ("missing-name", '</think>{"parameters": {"a": 1}}', {}),
+    ]),
+    "pythonic": (["--enable-auto-tool-choice", "--tool-call-parser", "pythonic"], [
+        ("one-call", "[get_weather(city='Paris', unit='c')]", {}),
+        ("parallel", "[get_weather(city='Paris'), get_time(zone=\"CET\")]", {}),
+        ("no-call", "It is sunny.", {}),
+        ("truncated", "[get_weather(city='Paris', unit='c')]", {"max_tokens": 7}),
+        ("literals", "[get_weather(city='Paris', opts={'a': [1, 2.5, -3]}, x=true, y=None)]",
+         {}),
+        ("positional", "[get_weather('Paris')]", {}),
+        # pythonic has no xgrammar structural-tag format in vLLM, so "required" and named
+        # choices go through the JSON schema of the calls there too
+        ("required", '[{"name": "get_weather", "parameters": {"city": "Oslo"}}, '
+                     '{"name": "get_time", "parameters": {}}]', {"tool_choice": "required"}),
+        ("required-truncated", '[{"name": "get_weather", "parameters": {"city": "Oslo"}}]',
+         {"tool_choice": "required", "max_tokens": 9}),
+        ("named", '{"city": "Oslo"}', {"tool_choice": {
+            "type": "function", "function": {"name": "get_weather"}}}),
+        ("required-one", '[{"name": "get_time", "parameters": {"zone": "UTC"}}]',
+         {"tool_choice": "required", "parallel_tool_calls": False}),
+    ]),
+    "llama4_pythonic": (["--enable-auto-tool-choice", "--tool-call-parser", "llama4_pythonic"], [
+        ("one-call", "<|python_start|>[get_weather(city='Paris')]<|python_end|>", {}),
+        ("bare", "[get_weather(city='Paris'), get_time()]", {}),
+        ("no-call", "It is sunny.", {}),
+        ("truncated", "<|python_start|>[get_weather(city='Paris')]<|python_end|>",
+         {"max_tokens": 6}),
+    ]),
+    "granite": (["--enable-auto-tool-choice", "--tool-call-parser", "granite"], [
+        ("one-call", f"Sure. <|tool_call|>[{W}]", {}),
+        ("parallel-text-marker", f"<tool_call>[{W}, {T}] after", {}),
+        ("no-call", "It is sunny.", {}),
+        ("truncated", f"<|tool_call|>[{W}]", {"max_tokens": 14}),
+        ("no-arguments", '<|tool_call|>[{"name": "get_time"}]', {}),
+        ("not-an-array", "<|tool_call|>not json", {}),
+        ("brace-in-string", '<|tool_call|>[{"name": "f", "arguments": {"a": "}"}}]', {}),
+    ]),
+    "mistral": (["--enable-auto-tool-choice", "--tool-call-parser", "mistral"], [
+        ("one-call", 'Sure.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}', {}),
+        ("parallel", '[TOOL_CALLS]get_weather[ARGS]{"city":"Paris"}[TOOL_CALLS]get_time[ARGS]{}',
+         {}),
+        ("no-call", "It is sunny.", {}),
+        ("truncated", '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "unit": "c"}',
+         {"max_tokens": 9}),
+        ("brace-form-and-trailing-text", '[TOOL_CALLS]get_weather{"city": "Paris"} trailing',
+         {}),
+        ("think-left-as-content", "[THINK]hmm[/THINK]ok", {}),
+        ("whitespace-before-call", '  [TOOL_CALLS]get_time[ARGS]{"zone": "UTC"}', {}),
+        ("required", '[TOOL_CALLS]get_time[ARGS]{"zone": "UTC"}', {"tool_choice": "required"}),
+    ]),
+}
+OFF = {"chat_template_kwargs": {"enable_thinking": False}}
+
+
+def _thoughts(tool_marker: str, **always) -> list[tuple[str, str, dict]]:
+    """The thought cases every parser gets; ``always`` joins each request (``tool_choice:
+    "none"`` where no tool parser is configured)."""
+    cases = [
+        ("reasoning-then-answer", "<think>Need the weather.</think>It is sunny.", {}),
+        ("no-opening-tag", "Need the weather.</think>It is sunny.", {}),
+        ("unfinished-thought", "<think>Still thinking about it", {}),
+        ("whitespace", "<think>\n\nplan\n\n</think>\n\nanswer", {}),
+        ("inner-open-tag", "hi<think>a</think>b", {}),
+        ("tool-marker-ends-thought", f"plan{tool_marker}x", {}),
+        ("truncated", "<think>one two three four five six</think>done", {"max_tokens": 4}),
+        ("thinking-off", "<think>abc</think>hello", OFF),
+        ("hidden", "<think>secret</think>shown", {"include_reasoning": False}),
+    ]
+    return [(name, text, {**extra, **always}) for name, text, extra in cases]
+
+
+#: the reasoning families of the ``reasoning`` helper (glm45 beside hermes, whose <tool_call>
+#: also ends a GLM thought; kimi_k2 and minimax_m2 alone, tool_choice "none").
+CONFIGS.update({
+    "hermes+glm45": (["--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+                      "--reasoning-parser", "glm45"], _thoughts("<tool_call>") + [
+        ("reasoning-then-call", f"<think>The user wants weather.</think><tool_call>\n{W}"
+                                "\n</tool_call>", {}),
+        ("call-ends-thought", f"plan <tool_call>\n{W}\n</tool_call>", {}),
+    ]),
+    "kimi_k2": (["--reasoning-parser", "kimi_k2"], _thoughts("<|tool_calls_section_begin|>",
+                                                          tool_choice="none")),
+    "minimax_m2": (["--reasoning-parser", "minimax_m2"], _thoughts("<minimax:tool_call>",
+                                                                tool_choice="none")),
+})
+
+
+#: Streamed, an unfinished thought's ``reasoning_tokens`` from vLLM counts only the thought tokens
+#: its lexer had released when the output ended, and that varies from run to run with how the
+#: engine's steps fall into deltas (seen for glm45: 2 of 4 in one run, 4 of 4 in another; for qwen3
+#: both ways too). greenfront counts all of them, as vLLM does unstreamed. Those cases compare
+#: everything else.
+UNSTABLE_REASONING_COUNT = {"unfinished-thought"}
+
+#: (config, case, stream) where greenfront differs from vLLM 0.32 today, and why. Strict: a case
+#: that starts to agree fails until it is taken off this list.
+KNOWN_DIFFERENCES = {
+    **{("kimi_k2", "tool-marker-ends-thought", stream): "<|tool_calls_section_begin|> is a "
+       "special token: vLLM's detokenizer drops it from the text, greenfront's keeps it"
+       for stream in (False, True)},
+}
+
+
+CASES = [(config, case) for config, (_, cases) in CONFIGS.items() for case in cases]
+
+
+@pytest.fixture(scope="module")
+def tok(marker_model_dir):
+    return Tokenizer.load(marker_model_dir, backend="hf")
+
+
+@pytest.fixture(scope="module", params=list(CONFIGS))
+def pair(request, marker_model_dir, tmp_path_factory):
+    logs = tmp_path_factory.mktemp(f"parity-{request.param}")
+    p = ParityPair(marker_model_dir, CONFIGS[request.param][0], str(logs)).start()
+    p.config = request.param
+    yield p
+    p.stop()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("index", range(max(len(c) for _, c in CONFIGS.values())))
+def test_same_answers_as_vllm(request, pair, tok, index, stream):
+    cases = CONFIGS[pair.config][1]
+    if index >= len(cases):
+        pytest.skip("fewer cases for this parser")
+    name, text, extra = cases[index]
+    known = KNOWN_DIFFERENCES.get((pair.config, name, stream))
+    if known:
+        request.node.add_marker(pytest.mark.xfail(reason=known, strict=True))
+    body = dict(extra)
+    if stream:
+        body.update(stream=True, stream_options={"include_usage": True})
+    theirs, ours = pair.both(tok, text, **body)
+    if stream and name in UNSTABLE_REASONING_COUNT:
+        for answer in (theirs, ours):
+            ((answer.get("usage") or {}).get("completion_tokens_details") or {}).pop(
+                "reasoning_tokens", None)
+    assert ours == theirs, f"{pair.config} / {name}"

@@ -1,0 +1,84 @@
+"""/openapi.json: generated from the served routes and the endpoints' field tables."""
+from __future__ import annotations
+
+import falcon.inspect
+import jsonschema_rs
+import pytest
+import schemathesis
+
+from app import build_api
+from config import Config
+from resources.chat import types as chat_types
+from resources.common.fields import INVALID, MISSING, schema_of
+from resources.completions import types as completion_types
+from resources.generate import types as generate_types
+from resources.openapi import build_document
+from resources.tokenize import types as tokenize_types
+
+
+def _document(**config) -> dict:
+    api = build_api(Config(served_model_names=("tiny",), **config))
+    return build_document(api.falcon_app)
+
+
+@pytest.fixture(scope="module")
+def document() -> dict:
+    return _document()
+
+
+def test_document_is_valid_openapi_that_schemathesis_loads(document):
+    schema = schemathesis.openapi.from_dict(document)
+    schema.validate()  # the OpenAPI 3.1 meta-schema
+    operations = {(op.ok().method.upper(), op.ok().path) for op in schema.get_all_operations()}
+    assert ("POST", "/v1/chat/completions") in operations
+    assert ("POST", "/inference/v1/generate") in operations
+    assert ("GET", "/openapi.json") in operations
+
+
+def test_paths_are_exactly_the_served_routes():
+    api = build_api(Config(served_model_names=("tiny",), server_dev_mode=True))
+    document = build_document(api.falcon_app)
+    served = {route.path for route in falcon.inspect.inspect_routes(api.falcon_app)}
+    assert set(document["paths"]) == served
+    assert "/sleep" in document["paths"]  # a gated route appears when it is served...
+    assert "/sleep" not in _document()["paths"]  # ...and only then
+
+
+@pytest.mark.parametrize("component, fields", [
+    ("CompletionRequest", completion_types.fields(4)),
+    ("ChatCompletionRequest", chat_types.fields(4)),
+    ("TokenizeChatRequest", tokenize_types.CHAT_FIELDS),
+    ("DetokenizeRequest", tokenize_types.DETOKENIZE_FIELDS),
+    ("SamplingParams", generate_types.SAMPLING),
+])
+def test_request_schemas_are_the_field_tables(document, component, fields):
+    schemas = document["components"]["schemas"]
+    schema = (schemas["GenerateRequest"]["properties"]["sampling_params"]
+              if component == "SamplingParams" else schemas[component])
+    assert list(schema["properties"]) == [name for name, _, _ in fields]
+    assert schema.get("required", []) == [name for name, _, d in fields if d is MISSING]
+
+
+def test_streaming_endpoints_document_server_sent_events(document):
+    ok = document["paths"]["/v1/completions"]["post"]["responses"]["200"]["content"]
+    assert set(ok) == {"application/json", "text/event-stream"}
+    tokenize = document["paths"]["/tokenize"]["post"]["responses"]["200"]["content"]
+    assert set(tokenize) == {"application/json"}
+
+
+PROBES = [None, True, False, 0, 7, -3, 2 ** 70, 1.5, "", "x", "5", [], [1, 2], ["a"], [[1]],
+          {}, {"a": 1}, {"include_usage": True}, [{"role": "user", "content": "hi"}]]
+TABLES = (completion_types.fields(4) + chat_types.fields(4) + tokenize_types.CHAT_FIELDS
+          + generate_types.HEAD + generate_types.TAIL + generate_types.SAMPLING)
+
+
+@pytest.mark.parametrize("name, validator", [(n, v) for n, v, _ in TABLES],
+                         ids=[f"{i}-{n}" for i, (n, _, _) in enumerate(TABLES)])
+def test_schema_admits_nothing_the_field_parser_refuses(name, validator):
+    """A client that follows the document never gets a field-type 400 (the parser is laxer:
+    it also takes the strings pydantic's lax mode takes, which the document does not list)."""
+    check = jsonschema_rs.validator_for(schema_of(validator))
+    for value in PROBES:
+        if check.is_valid(value):
+            errors: list = []
+            assert validator(value, ("body", name), errors) is not INVALID, (value, errors)

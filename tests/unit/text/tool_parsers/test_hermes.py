@@ -1,0 +1,70 @@
+"""hermes: whole outputs and token-by-token streams, as vLLM 0.32's parser reads them."""
+from __future__ import annotations
+
+import json
+
+from tests.unit.text.tool_parsers.conftest import stream
+from text.tool_parsers import get_tool_parser
+
+CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+
+
+def parser(vocab):
+    return get_tool_parser("hermes")(vocab, None)
+
+
+def test_one_call_with_content_before_it(vocab):
+    out = parser(vocab).extract("Let me check. " + CALL)
+    assert out.content == "Let me check. "
+    assert [(c.name, c.arguments) for c in out.calls] == [("get_weather", '{"city": "Paris"}')]
+
+
+def test_arguments_are_reserialized_with_non_ascii_kept(vocab):
+    out = parser(vocab).extract('<tool_call>{"name":"f","arguments":{"q":"Zürich","n":1}}'
+                                "</tool_call>")
+    assert out.content is None
+    assert out.calls[0].arguments == '{"q": "Zürich", "n": 1}'
+
+
+def test_parallel_calls_and_an_unclosed_last_call(vocab):
+    text = CALL + '\n<tool_call>{"name": "get_time", "arguments": {}}'
+    out = parser(vocab).extract(text)
+    assert [c.name for c in out.calls] == ["get_weather", "get_time"]
+    assert out.calls[1].arguments == "{}"
+
+
+def test_no_call_and_invalid_json_leave_the_text_as_content(vocab):
+    assert parser(vocab).extract("just text").calls == []
+    broken = 'x <tool_call>{"name": "f", "argu'
+    out = parser(vocab).extract(broken)
+    assert out.calls == [] and out.content == broken
+
+
+def test_stream_announces_the_name_then_streams_the_raw_arguments(vocab, marker_tok):
+    got = stream(parser(vocab), marker_tok, "Sure " + CALL)
+    assert got["content"] == "Sure "
+    call = got["calls"][0]
+    assert call["name"] == "get_weather" and call["id"].startswith("chatcmpl-tool-")
+    assert call["arguments"] == '{"city": "Paris"}'
+
+
+def test_stream_keeps_the_arguments_text_as_the_model_wrote_it(vocab, marker_tok):
+    got = stream(parser(vocab), marker_tok,
+                 '<tool_call>{"name":"f","arguments":{"a":[1,2]}}</tool_call>'
+                 '<tool_call>{"name": "g", "arguments": {"b": "x"}}</tool_call>')
+    assert got["content"] == ""
+    assert [(c["name"], c["arguments"]) for c in got["calls"].values()] == [
+        ("f", '{"a":[1,2]}'), ("g", '{"b": "x"}')]
+    assert all(json.loads(c["arguments"]) for c in got["calls"].values())
+
+
+def test_stream_of_a_truncated_call_sends_what_arrived(vocab, marker_tok):
+    got = stream(parser(vocab), marker_tok, '<tool_call>{"name": "f", "arguments": {"a": "b')
+    assert got["calls"][0]["name"] == "f"
+    assert got["calls"][0]["arguments"] == '{"a": "b'
+
+
+def test_stream_holds_back_a_partial_tag_and_sends_plain_text(vocab, marker_tok):
+    p = parser(vocab)
+    assert p.feed("a <tool", []).content == "a "
+    assert p.feed("ing", []).content == "<tooling"

@@ -1,0 +1,83 @@
+"""Tool-call parsers by name (vLLM's ``--tool-call-parser`` values) and the plugin loader.
+
+Built-in families are modules of this package, imported on first use. A plugin is a Python file
+(``--tool-parser-plugin`` / ``GREENFRONT_TOOL_PARSER_PLUGIN``) that registers its own class::
+
+    from text.tool_parsers import ToolParser, register_tool_parser
+
+    @register_tool_parser("my_format")
+    class MyParser(ToolParser): ...
+
+Runs on: start-up (``load_plugin``, ``get``) of each worker; the registry is written only then.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Callable
+
+from text.tool_parsers.base import ToolParser
+
+#: vLLM's parser name -> the module of this package that registers it.
+BUILTIN: dict[str, str] = {
+    "hermes": "hermes",
+    "llama3_json": "llama_json",
+    "llama4_json": "llama_json",
+    "pythonic": "pythonic",
+    "llama4_pythonic": "pythonic",
+    "granite": "granite",
+    "mistral": "mistral",
+}
+
+_registered: dict[str, type[ToolParser]] = {}
+
+
+def register_tool_parser(name: str) -> Callable[[type[ToolParser]], type[ToolParser]]:
+    """Class decorator: make ``cls`` the parser called ``name`` (a later registration wins,
+    so a plugin may replace a built-in family)."""
+    def decorate(cls: type[ToolParser]) -> type[ToolParser]:
+        if not (isinstance(cls, type) and issubclass(cls, ToolParser)):
+            raise TypeError(f"{cls!r} is not a ToolParser subclass")
+        cls.name = name
+        _registered[name] = cls
+        return cls
+    return decorate
+
+
+def get_tool_parser(name: str) -> type[ToolParser]:
+    """The class registered as ``name``.
+
+    Raises:
+        KeyError: no such parser (the message lists the known names).
+    """
+    if name not in _registered and name in BUILTIN:
+        importlib.import_module(f"text.tool_parsers.{BUILTIN[name]}")
+    try:
+        return _registered[name]
+    except KeyError:
+        raise KeyError(f"tool call parser {name!r} is not known; known parsers: "
+                       f"{', '.join(names())}") from None
+
+
+def names() -> list[str]:
+    return sorted(set(BUILTIN) | set(_registered))
+
+
+def load_plugin(path: str) -> None:
+    """Execute the plugin file at ``path`` (it registers its parsers when run).
+
+    Raises:
+        FileNotFoundError: no such file.
+        Exception: whatever the plugin raises while it runs.
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"tool parser plugin {path!r} does not exist")
+    module_name = "greenfront_tool_parser_plugin_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load tool parser plugin {path!r}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
