@@ -6,7 +6,7 @@ true). Neither form truncates or checks lengths; ``max_model_len`` is only repor
 fields: ``count, max_model_len, tokens, token_strs``. ``/detokenize`` decodes with special
 tokens kept; ids past the vocabulary decode to "".
 
-Called by: the lead's tokenize resources.
+Called by: ``resources.tokenize.resource``.
 Runs on: request pool threads.
 """
 from __future__ import annotations

@@ -35,3 +35,24 @@ def test_cited_sections_exist():
                 if ref not in sections and not (ref.count(".") == 2 and parent in sections):
                     missing.append(f"{name}: docs/{page} §{ref}")
     assert not missing, missing
+
+
+#: How the reference documents outside the repository were cited (a checkout has none of them).
+OUTSIDE = re.compile(r"shared/docs|(?<![\w/])"
+                     r"(?:text-parity §|gevent-physics\.md|engine-core-protocol\.md)")
+
+
+def test_no_comment_cites_a_document_outside_the_repository():
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.split()
+    found = []
+    for name in files:
+        if not name.endswith((".py", ".md", ".sh", ".ini")) or name == "tests/unit/test_docs.py":
+            continue
+        try:
+            with open(os.path.join(ROOT, name), encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError):
+            continue
+        found += [f"{name}: {m.group(0)}" for m in OUTSIDE.finditer(text)]
+    assert not found, found
