@@ -15,18 +15,23 @@ def _sections(page: str) -> set[str]:
         return set(HEADING.findall(f.read()))
 
 
-def test_cited_sections_exist():
+def _texts():
+    """(path, text) of every tracked file that may cite the docs."""
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
                            check=True).stdout.split()
-    missing = []
     for name in files:
         if not name.endswith((".py", ".md", ".sh", ".ini")) and name != ".importlinter":
             continue
         try:
             with open(os.path.join(ROOT, name), encoding="utf-8") as f:
-                text = f.read()
+                yield name, f.read()
         except (OSError, UnicodeDecodeError):
             continue
+
+
+def test_cited_sections_exist():
+    missing = []
+    for name, text in _texts():
         for page, refs in CITE.findall(text):
             sections = _sections(page)
             for ref in re.findall(r"§([\d.]+\d)", refs):
@@ -43,16 +48,6 @@ OUTSIDE = re.compile(r"shared/docs|(?<![\w/])"
 
 
 def test_no_comment_cites_a_document_outside_the_repository():
-    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
-                           check=True).stdout.split()
-    found = []
-    for name in files:
-        if not name.endswith((".py", ".md", ".sh", ".ini")) or name == "tests/unit/test_docs.py":
-            continue
-        try:
-            with open(os.path.join(ROOT, name), encoding="utf-8") as f:
-                text = f.read()
-        except (OSError, UnicodeDecodeError):
-            continue
-        found += [f"{name}: {m.group(0)}" for m in OUTSIDE.finditer(text)]
+    found = [f"{name}: {m.group(0)}" for name, text in _texts()
+             if name != "tests/unit/test_docs.py" for m in OUTSIDE.finditer(text)]
     assert not found, found
