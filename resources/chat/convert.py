@@ -202,11 +202,7 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
     request_id = response_id("chatcmpl-", f.request_id, header_request_id)
     choices = [PreparedChoice(
         index=i, prompt_index=0, external_req_id=f"{i}_{request_id}" if n > 1 else request_id,
-        prompt_token_ids=ids, prompt_text=None, sampling_params=child,
-        skip_special_tokens=f.skip_special_tokens,
-        spaces_between_special_tokens=f.spaces_between_special_tokens,
-        stop=list(child.stop or ()), include_stop_str_in_output=f.include_stop_str_in_output,
-        min_tokens=f.min_tokens, logprobs=logprobs, prompt_logprobs=prompt_logprobs)
+        prompt_token_ids=ids, prompt_text=None, sampling_params=child)
         for i, child in enumerate(fan_out(sp, n))]
     return PreparedRequest(
         kind="chat", request_id=request_id, created=now(), model=ctx.response_model(lora),
@@ -215,7 +211,6 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
         return_tokens_as_token_ids=bool(f.return_tokens_as_token_ids), n=n, num_prompts=1,
         priority=f.priority, cache_salt=f.cache_salt, response_role=role,
         echo_content=echo_content if isinstance(echo_content, str) else "",
-        return_prompt_text=bool(f.return_prompt_text),
         prompt_text=prompt_text if f.return_prompt_text else None, lora_request=lora,
         chat_parsing=parsing, reasoning_ended=reasoning_ended,
         reasoning_parser_kwargs=reasoning_kwargs)

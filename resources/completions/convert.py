@@ -106,12 +106,7 @@ def prepare_completion(body: Any, ctx: ServingContext, *,
             choices.append(PreparedChoice(
                 index=pi * n + i, prompt_index=pi,
                 external_req_id=f"{i}_{base_id}" if n > 1 else base_id,
-                prompt_token_ids=ids, prompt_text=text, sampling_params=child,
-                skip_special_tokens=f.skip_special_tokens,
-                spaces_between_special_tokens=f.spaces_between_special_tokens,
-                stop=list(child.stop or ()),
-                include_stop_str_in_output=f.include_stop_str_in_output,
-                min_tokens=f.min_tokens, logprobs=logprobs, prompt_logprobs=prompt_logprobs))
+                prompt_token_ids=ids, prompt_text=text, sampling_params=child))
 
     return PreparedRequest(
         kind="completion", request_id=request_id, created=now(), model=ctx.response_model(lora),

@@ -41,7 +41,7 @@ def prepare_generate(body: Any, ctx: ServingContext, *,
             ``request_id``.
 
     Returns:
-        The prepared request; ``extra`` holds ``output_mode`` and ``detokenize``.
+        The prepared request (``output_mode`` set).
 
     Raises:
         RequestValidationError: schema/type errors ("Bad Request").
@@ -74,12 +74,7 @@ def prepare_generate(body: Any, ctx: ServingContext, *,
     choices = [
         PreparedChoice(
             index=i, prompt_index=0, external_req_id=f"{i}_{request_id}" if n > 1 else request_id,
-            prompt_token_ids=ids, prompt_text=None, sampling_params=child,
-            skip_special_tokens=sp.skip_special_tokens,
-            spaces_between_special_tokens=sp.spaces_between_special_tokens,
-            stop=list(sp.stop), include_stop_str_in_output=sp.include_stop_str_in_output,
-            min_tokens=sp.min_tokens, logprobs=sp.logprobs,
-            prompt_logprobs=sp.prompt_logprobs)
+            prompt_token_ids=ids, prompt_text=None, sampling_params=child)
         for i, child in enumerate(fan_out(wire, n))]
     return PreparedRequest(
         kind="generate", request_id=request_id, created=now(), model=ctx.response_model(lora),
@@ -87,7 +82,7 @@ def prepare_generate(body: Any, ctx: ServingContext, *,
         continuous_usage=include_usage and bool(options["continuous_usage_stats"]),
         return_token_ids=bool(f.return_token_ids), logprobs=sp.logprobs, n=n,
         priority=f.priority, cache_salt=f.cache_salt, lora_request=lora,
-        extra={"output_mode": f.output_mode, "detokenize": sp.detokenize})
+        output_mode=f.output_mode)
 
 
 def _to_wire(f: types.GenerateRequest, sp: types.GenerateSampling, ctx: ServingContext, *,
