@@ -17,8 +17,7 @@ from errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.fields import INVALID, add_error, described, with_schema
 from resources.common.sampling_rules import (Refusable, check_logprob_counts,
-                                             check_thinking_token_budget, refuse_unimplemented)
-from resources.common.structured_outputs import check_structural_tags
+                                             check_raw_constraints, refuse_unimplemented)
 
 # vLLM's message union, in order: (class name, required role literal or None for "any string",
 # fields in declaration order as (name, rule)). Rules: "text" = str or iterable of parts,
@@ -218,12 +217,7 @@ def check_raw(body: dict) -> None:
     if body.get("stream_options") and not body.get("stream"):
         raise InvalidRequest("Stream options can only be defined when `stream=True`.",
                              param="stream_options")
-    rf = body.get("response_format")
-    if isinstance(rf, dict) and rf.get("type") == "json_schema" and rf.get("json_schema") is None:
-        raise InvalidRequest("When response_format type is 'json_schema', the 'json_schema' "
-                             "field must be provided.", param="response_format")
-    check_structural_tags(body)
-    check_thinking_token_budget(body.get("thinking_token_budget"))
+    check_raw_constraints(body)
     messages = body.get("messages")
     if isinstance(messages, list):  # the deprecated spelling is renamed before validation
         for msg in messages:

@@ -18,7 +18,8 @@ import msgspec
 
 from errors import InvalidRequest
 from runtime.serving_context import ServingContext
-from resources.common.structured_outputs import structural_tag_text, wire_map
+from resources.common.structured_outputs import (check_structural_tags, structural_tag_text,
+                                                 wire_map)
 
 _SAMPLING_EPS = 1e-5
 
@@ -274,6 +275,17 @@ def check_engine_side(sp: SamplingValues, ctx: ServingContext) -> None:
         if bad:
             raise InvalidRequest("allowed_token_ids contains out-of-vocab token id!",
                                  param="allowed_token_ids", value=bad, show_value=True)
+
+
+def check_raw_constraints(body: dict) -> None:
+    """The raw-body checks completions and chat end with, in vLLM's order: a ``json_schema``
+    response format needs its schema, structural tags, the thinking budget's type."""
+    rf = body.get("response_format")
+    if isinstance(rf, dict) and rf.get("type") == "json_schema" and rf.get("json_schema") is None:
+        raise InvalidRequest("When response_format type is 'json_schema', the 'json_schema' "
+                             "field must be provided.", param="response_format")
+    check_structural_tags(body)
+    check_thinking_token_budget(body.get("thinking_token_budget"))
 
 
 def check_logprob_counts(body: dict, names: tuple[str, ...]) -> None:

@@ -13,9 +13,8 @@ from typing import Any
 from errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.sampling import plain_error
-from resources.common.sampling_rules import (check_logprob_counts, check_thinking_token_budget,
+from resources.common.sampling_rules import (check_logprob_counts, check_raw_constraints,
                                              refuse_unimplemented)
-from resources.common.structured_outputs import check_structural_tags
 from resources.completions.types import CompletionRequest
 
 
@@ -61,12 +60,7 @@ def check_raw(body: dict, ctx: ServingContext) -> None:
                                                                      "choice")) > 1:
         raise InvalidRequest("You can only use one kind of constraints for structured outputs "
                              "('json', 'regex' or 'choice').", param="structured_outputs")
-    rf = body.get("response_format")
-    if isinstance(rf, dict) and rf.get("type") == "json_schema" and rf.get("json_schema") is None:
-        raise InvalidRequest("When response_format type is 'json_schema', the 'json_schema' "
-                             "field must be provided.", param="response_format")
-    check_structural_tags(body)
-    check_thinking_token_budget(body.get("thinking_token_budget"))
+    check_raw_constraints(body)
 
 
 def check_request(f: CompletionRequest) -> None:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import msgspec
+
 from runtime.metrics.families import FINISHED_REASONS
 from runtime.metrics.local import Batch, PerEngine
 
@@ -45,20 +47,16 @@ class _Engine:
             FINISHED_REASONS}
 
 
-class FinishedRequest:
+class FinishedRequest(msgspec.Struct, frozen=True):
     """What ``record`` needs of one engine request: its finish reason, prompt length,
     ``max_tokens``, engine rank, timing, and which prompt of the HTTP request it samples."""
 
-    __slots__ = ("finish_reason", "prompt_len", "max_tokens", "rank", "timing", "prompt_index")
-
-    def __init__(self, finish_reason: str, prompt_len: int, max_tokens: int | None, rank: int,
-                 timing: Any, prompt_index: int = 0) -> None:
-        self.finish_reason = finish_reason
-        self.prompt_len = prompt_len
-        self.max_tokens = max_tokens
-        self.rank = rank
-        self.timing = timing
-        self.prompt_index = prompt_index
+    finish_reason: str
+    prompt_len: int
+    max_tokens: int | None
+    rank: int
+    timing: Any
+    prompt_index: int = 0
 
 
 class FinishedRequestRecorder:
