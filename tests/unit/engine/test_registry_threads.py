@@ -24,6 +24,7 @@ from engine.client import EngineClient
 from engine.protocol import EngineCoreRequest, SamplingParams
 from engine.stream import Waker
 
+from tests.support.fake_engine import wait_in_hub as _wait
 from tests.unit.engine.test_sim import ROOT
 
 THREADS = 4
@@ -48,17 +49,6 @@ def _on_engine_thread(client: EngineClient, fn):
     while not done.is_set():
         gevent.sleep(0.005)
     return box[0]
-
-
-def _wait(predicate, timeout: float = 30.0) -> bool:
-    """harness.wait_for, but sleeping in gevent: outputs reach the streams only while this
-    thread's hub runs (the test process is not monkey-patched)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        gevent.sleep(0.01)
-    return False
 
 
 @pytest.fixture
