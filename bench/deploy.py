@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,18 +24,14 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bench.processes import free_port, reap, wait_healthy
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_MODEL_DIR = os.path.join(ROOT, "models", "tekken-tiny")
 #: The tool-calling scenario's model: the same tokenizer with the parsers' marker tokens.
 MARKER_MODEL_DIR = os.path.join(ROOT, "models", "tekken-markers")
 PEER_SCRIPTS = os.path.join(os.path.dirname(ROOT), "shared", "vllm-peers")
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def parse_cpus(spec: str) -> set[int]:
@@ -166,20 +160,6 @@ def _get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
         return resp.status, resp.read()
 
 
-def wait_healthy(url: str, proc: subprocess.Popen | None, timeout: float, log: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}; log: {log}")
-        try:
-            if _get(url)[0] == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"{url} not healthy after {timeout:.0f} s; log: {log}")
-
-
 def first_model(url: str) -> str:
     """The first served model name of an OpenAI-compatible server."""
     import json
@@ -196,25 +176,6 @@ def external_endpoint(label: str, url: str, health_url: str | None, pid: int | N
     return Endpoint(label, url.rstrip("/"), health, first_model(url),
                     server_pids=(lambda: tree(pid, exclude=set(engines()))) if pid else list,
                     engine_pids=engines, settings={"kind": "external", "pid": pid})
-
-
-def _stop_group(proc: subprocess.Popen | None, grace: float = 10.0) -> None:
-    if proc is None:
-        return
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # anything left in the group
-    except ProcessLookupError:
-        pass
-    proc.wait()
 
 
 def pinned(cpus: set[int]) -> Callable[[], None]:
@@ -268,7 +229,7 @@ class GreenfrontDeployment:
             start_new_session=True, preexec_fn=pinned(self.server_cpus))  # noqa: PLW1509
         url = f"http://127.0.0.1:{self.port}"
         try:
-            wait_healthy(url + "/health", self.proc, 60.0, self.log_path)
+            wait_healthy(url + "/health", self.proc, 60.0, self.log_path, name="greenfront")
             self._wait_workers()
             for pid in self.engine_pids():
                 os.sched_setaffinity(pid, self.client_cpus)
@@ -299,7 +260,7 @@ class GreenfrontDeployment:
         return tree(self.proc.pid, exclude=set(self.engine_pids()))
 
     def __exit__(self, *exc: object) -> None:
-        _stop_group(self.proc)
+        reap(self.proc, term_group=True)
         self.proc = None
         if self._log is not None:
             self._log.close()
@@ -373,6 +334,6 @@ class VllmPeer:
                         lambda: tree(frontend_pid), lambda: tree(engine_pid), settings)
 
     def __exit__(self, *exc: object) -> None:
-        _stop_group(self.frontend, grace=20.0)
-        _stop_group(self.engine)
+        reap(self.frontend, grace=20.0, term_group=True)
+        reap(self.engine, term_group=True)
         self.frontend = self.engine = None

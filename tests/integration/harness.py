@@ -8,25 +8,17 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable
-
-import requests
 
 from bench.deploy import cmdline, process_children
+from bench.processes import free_port, reap
+from bench.processes import wait_healthy as wait_until_healthy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def free_port_block(count: int) -> int:
@@ -82,8 +74,8 @@ class GreenfrontServer:
         """Start gunicorn and wait for /health: for a 200, or for any answer."""
         self.launch()
         try:
-            wait_for_health(self.url, self.proc, self.log, "greenfront", timeout,
-                            any_answer=not wait_healthy)
+            wait_until_healthy(self.url + "/health", self.proc, timeout, self.log,
+                               name="greenfront", any_answer=not wait_healthy, interval=0.1)
             # The answer must come from our master, not from a process that held the port first.
             if not wait_for(lambda: f"Listening at: {self.url}" in self.log(), timeout=10):
                 raise RuntimeError(f"another process answers on {self.url}:\n{self.log()}")
@@ -119,17 +111,7 @@ class GreenfrontServer:
     def stop(self) -> None:
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # anything left in the group
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
+        reap(self.proc, grace=10)
         self._log.close()
         self.proc = None
 
@@ -148,24 +130,3 @@ def wait_for(predicate, timeout: float = 15.0) -> bool:
             return True
         time.sleep(0.05)
     return False
-
-
-def wait_for_health(url: str, proc: subprocess.Popen, log: Callable[[], str], name: str,
-                    timeout: float, *, any_answer: bool = False, interval: float = 0.1) -> None:
-    """Poll ``url``/health until it answers 200 (or anything, with ``any_answer``).
-
-    Raises:
-        RuntimeError: ``proc`` exited, or ``timeout`` passed; the message ends with ``log()``.
-    """
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{name} exited with {proc.returncode}:\n{log()}")
-        try:
-            status = requests.get(url + "/health", timeout=max(1.0, interval * 4)).status_code
-            if status == 200 or any_answer:
-                return
-        except requests.RequestException:
-            pass
-        time.sleep(interval)
-    raise RuntimeError(f"{name} did not become healthy in {timeout} s:\n{log()}")

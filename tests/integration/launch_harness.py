@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 
-from tests.integration.harness import ROOT, wait_for_health
+from bench.processes import reap, wait_healthy
+from tests.integration.harness import ROOT
 
 EXECUTABLE = os.path.join(ROOT, "bin", "greenfront")
 
@@ -72,7 +72,8 @@ class LaunchedFrontend:
                     start_new_session=True))
 
     def wait_healthy(self, timeout: float = 60.0) -> "LaunchedFrontend":
-        wait_for_health(self.url, self.proc, self.log, "frontend", timeout)
+        wait_healthy(self.url + "/health", self.proc, timeout, self.log, name="frontend",
+                     interval=0.1)
         return self
 
     def log(self) -> str:
@@ -81,10 +82,5 @@ class LaunchedFrontend:
 
     def stop(self) -> None:
         for proc in [self.proc] + self.engines:
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            proc.wait()
+            reap(proc, grace=0)
         self._log.close()

@@ -19,7 +19,8 @@ from typing import Any
 import requests
 
 from engine.sim.script import scripted
-from tests.integration.harness import ROOT, GreenfrontServer, free_port
+from bench.processes import free_port
+from tests.integration.harness import ROOT, GreenfrontServer
 from tests.interop.peers import VllmProcess
 
 TOOLS = [

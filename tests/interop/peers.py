@@ -15,7 +15,8 @@ from typing import Iterator
 import pytest
 
 from bench.deploy import tree
-from tests.integration.harness import ROOT, free_port, wait_for_health
+from bench.processes import free_port, reap, wait_healthy
+from tests.integration.harness import ROOT
 
 PEERS = os.environ.get("PEERS", "/tmp/peers")
 VLLM = os.path.join(PEERS, "vllm-venv", "bin", "vllm")
@@ -60,7 +61,8 @@ class VllmProcess:
                                      start_new_session=True)
 
     def wait_healthy(self, timeout: float = 300.0) -> "VllmProcess":
-        wait_for_health(self.url, self.proc, self.log, "vllm serve", timeout, interval=0.5)
+        wait_healthy(self.url + "/health", self.proc, timeout, self.log, name="vllm serve",
+                     interval=0.5)
         return self
 
     def log(self) -> str:
@@ -77,11 +79,7 @@ class VllmProcess:
             self.kill()
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
+        reap(self.proc, grace=0)
         self._log.close()
 
 
@@ -128,8 +126,7 @@ def vllm_frontend_on_simulator(logs: str, extra: list[str] | None = None,
         yield frontend.wait_healthy(timeout)
     finally:
         frontend.kill()
-        os.killpg(engine.pid, signal.SIGKILL)
-        engine.wait()
+        reap(engine, grace=0)
 
 
 def descendants(pid: int) -> set[int]:
