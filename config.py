@@ -24,20 +24,21 @@ Runs on: import time of the gunicorn master (gunicorn.conf.py) and of each worke
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
-import socket
 import sys
 import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
+import settings
 from settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
     REQUEST_THREADS_CAP,
+    WORKERS_CAP,
     Setting,
     boolean,
     capped_threads,
     choice,
+    default_worker_count,
     fingerprint,
     generation_config,
     json_object,
@@ -48,6 +49,7 @@ from settings import (  # noqa: F401  (the parsers are re-exported for declarati
     non_negative_int,
     positive_float,
     positive_int,
+    reachable_host,
     setting,
 )
 
@@ -60,53 +62,6 @@ DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
 README = os.path.join(HERE, "README.md")
 TABLE_BEGIN = "<!-- settings table: generated from config.py by `python -m config --readme` -->"
 TABLE_END = "<!-- end of settings table -->"
-
-
-#: Most workers the default picks: measured only up to 2 CPUs; the relay (engine.relay) sends
-#: each engine step to every worker, so its work grows with their number.
-WORKERS_CAP = 16
-#: Memory to allow per worker when picking the default: ~75-100 MB private per worker after a
-#: warm-up of 82k-token prompts (the tokenizers, ~260 MB, are shared from the master), with room
-#: for request bodies in flight.
-WORKER_MEMORY_BYTES = 256 << 20
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on: its affinity, lowered by a cgroup v2 CPU quota."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    try:
-        with open("/sys/fs/cgroup/cpu.max") as f:
-            quota, period = f.read().split()[:2]
-        if quota != "max":
-            cpus = min(cpus, max(1, -(-int(quota) // int(period))))
-    except (OSError, ValueError):
-        pass
-    return max(1, cpus)
-
-
-def available_memory() -> int | None:
-    """MemAvailable from /proc/meminfo in bytes, or None where there is none."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def default_worker_count() -> int:
-    """One worker per usable CPU (README: Workers, how this was measured), at most
-    ``WORKERS_CAP``, and no more than half the available memory holds."""
-    workers = min(usable_cpus(), WORKERS_CAP)
-    memory = available_memory()
-    if memory is not None:
-        workers = min(workers, max(1, memory // 2 // WORKER_MEMORY_BYTES))
-    return workers
 
 
 @dataclass(frozen=True)
@@ -481,36 +436,9 @@ class Config:
         return out
 
 
-def settings_table() -> str:
-    """The README's settings table, made from the declarations."""
-    rows = ["| variable | default | meaning |", "|---|---|---|"]
-    for _, decl in Config.settings():
-        variable = f"`{decl.env[0]}`"
-        if len(decl.env) > 1:
-            variable += " (fallback " + ", ".join(f"`{e}`" for e in decl.env[1:]) + ")"
-        rows.append(f"| {variable} | {decl.default_text()} | {decl.doc} |")
-    return "\n".join(rows)
-
-
 def readme_with_table(text: str) -> str:
-    """``text`` (the README) with the generated table between its markers."""
-    head, begin, rest = text.partition(TABLE_BEGIN)
-    _, end, tail = rest.partition(TABLE_END)
-    if not begin or not end:
-        raise ValueError("README.md has no settings-table markers")
-    return f"{head}{TABLE_BEGIN}\n{settings_table()}\n{TABLE_END}{tail}"
-
-
-@functools.cache
-def reachable_host() -> str:
-    """An address of this host that other hosts can connect to: the one its default route
-    leaves from (connecting a UDP socket sends nothing), else what the host name resolves to."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(("10.255.255.255", 1))
-            return probe.getsockname()[0]
-        except OSError:
-            return socket.gethostbyname(socket.gethostname())
+    """``text`` (the README) with the settings table made from ``Config``'s declarations."""
+    return settings.readme_with_table(text, TABLE_BEGIN, TABLE_END, Config.settings())
 
 
 if __name__ == "__main__":

@@ -2,17 +2,22 @@
 
 ``Setting`` is one setting's declaration; ``setting(...)`` makes a ``Config`` field carrying one.
 The parsers turn an environment value into a typed one and raise ``ValueError`` for text that is
-not a valid value (``Setting.read`` then logs it and keeps the default).
+not a valid value (``Setting.read`` then logs it and keeps the default). Also here: what the host
+offers (usable CPUs, available memory: the default worker count; an address other hosts reach)
+and the README table made from the declarations.
 
 Runs on: import time, wherever ``config`` is imported.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
+import os
+import socket
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 log = logging.getLogger("greenfront.config")
 
@@ -157,3 +162,85 @@ def setting(env: tuple[str, ...], parse: Callable[[str], Any], default: Any, doc
     """A ``Config`` field declared as a setting (see the module docstring)."""
     decl = Setting(env, parse, default, doc, shown, secret, empty_is_value)
     return dataclasses.field(default=default, metadata={"setting": decl})
+
+
+# -- what the host offers (computed defaults, engine addresses) -------------------------------
+#: Most workers the default picks: measured only up to 2 CPUs; the relay (engine.relay) sends
+#: each engine step to every worker, so its work grows with their number.
+WORKERS_CAP = 16
+#: Memory to allow per worker when picking the default: ~75-100 MB private per worker after a
+#: warm-up of 82k-token prompts (the tokenizers, ~260 MB, are shared from the master), with room
+#: for request bodies in flight.
+WORKER_MEMORY_BYTES = 256 << 20
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: its affinity, lowered by a cgroup v2 CPU quota."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, -(-int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cpus)
+
+
+def available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo in bytes, or None where there is none."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def default_worker_count() -> int:
+    """One worker per usable CPU (README: Workers, how this was measured), at most
+    ``WORKERS_CAP``, and no more than half the available memory holds."""
+    workers = min(usable_cpus(), WORKERS_CAP)
+    memory = available_memory()
+    if memory is not None:
+        workers = min(workers, max(1, memory // 2 // WORKER_MEMORY_BYTES))
+    return workers
+
+
+@functools.cache
+def reachable_host() -> str:
+    """An address of this host that other hosts can connect to: the one its default route
+    leaves from (connecting a UDP socket sends nothing), else what the host name resolves to."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+            return probe.getsockname()[0]
+        except OSError:
+            return socket.gethostbyname(socket.gethostname())
+
+
+# -- the README's table ----------------------------------------------------------------------
+def settings_table(declared: Iterable[tuple[str, Setting]]) -> str:
+    """The README's settings table, made from the declarations."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for _, decl in declared:
+        variable = f"`{decl.env[0]}`"
+        if len(decl.env) > 1:
+            variable += " (fallback " + ", ".join(f"`{e}`" for e in decl.env[1:]) + ")"
+        rows.append(f"| {variable} | {decl.default_text()} | {decl.doc} |")
+    return "\n".join(rows)
+
+
+def readme_with_table(text: str, begin_marker: str, end_marker: str,
+                      declared: Iterable[tuple[str, Setting]]) -> str:
+    """``text`` (the README) with the generated table between its markers."""
+    head, begin, rest = text.partition(begin_marker)
+    _, end, tail = rest.partition(end_marker)
+    if not begin or not end:
+        raise ValueError("README.md has no settings-table markers")
+    return f"{head}{begin_marker}\n{settings_table(declared)}\n{end_marker}{tail}"

@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import itertools
 import logging
-import os
 import random
 import time
 from typing import Any, Callable
@@ -32,15 +31,17 @@ import gevent
 import gevent.event
 import msgspec
 
-from engine import protocol
+from engine import protocol, shared_registrations
+from engine.protocol import identity_for_rank
+from engine.io_thread import EngineThread
 from engine.liveness import Liveness
 from engine.registry import RequestRegistry
 from engine.request_stats import RequestTiming
 from engine.stream import RequestStream, Waker
 from engine.transport import Transport
+from engine.utility_calls import PendingCalls
 from errors import (ApiError, EngineDead, EngineStalled, EngineUnavailable, InvalidRequest,
                     ServerError)
-from engine.io_thread import EngineThread
 from handoff import HubInbox, run_each
 
 log = logging.getLogger("greenfront.engine")
@@ -107,7 +108,7 @@ class EngineClient:
         self._liveness = Liveness(self.ranks, stall_timeout, time.monotonic())
         self._pings: dict[int, int] = {}  # ping call id -> rank
         self._ping_ids = itertools.count(_PING_CALL_IDS)
-        self._utility_calls: dict[int, gevent.event.AsyncResult] = {}
+        self._utility_calls = PendingCalls()
         self._call_ids = itertools.count(1)
         self._ready_event: gevent.event.Event | None = None
         self._thread: EngineThread | None = None
@@ -119,7 +120,8 @@ class EngineClient:
         """Start the engine-I/O thread and bind the sockets; returns once they are bound."""
         self._hub_inbox = HubInbox(run_each)
         self._ready_event = gevent.event.Event()
-        self._load_shared_registrations()
+        for rank, registration in shared_registrations.load(self._registration_dir, self.ranks):
+            self._register(rank, registration)
         self._thread = EngineThread(self._start_transport)
         self._thread.start()
         if self._transport is None:
@@ -241,7 +243,7 @@ class EngineClient:
         for stream in streams:
             by_rank.setdefault(stream.engine_rank, []).append(stream.request_id)
         for rank, ids in by_rank.items():
-            self._transport.post(protocol.encode_abort(_identity(rank), ids))
+            self._transport.post(protocol.encode_abort(identity_for_rank(rank), ids))
         error = self.closed_error
         self._to_hub(lambda: _fail(streams, error))
 
@@ -253,9 +255,8 @@ class EngineClient:
         rank = self.ranks[0] if rank is None else rank
         self.check_available(rank)
         call_id = next(self._call_ids) * self._workers + self._slot
-        result = gevent.event.AsyncResult()
-        self._utility_calls[call_id] = result
-        frames = protocol.encode_utility(_identity(rank), self.client_index, call_id, method,
+        result = self._utility_calls.open(call_id)
+        frames = protocol.encode_utility(identity_for_rank(rank), self.client_index, call_id, method,
                                          list(args))
         unbounded = timeout is None
 
@@ -269,7 +270,7 @@ class EngineClient:
         except gevent.Timeout:
             raise ServerError(f"The engine did not answer `{method}` within {timeout:g} s.")
         finally:
-            self._utility_calls.pop(call_id, None)
+            self._utility_calls.close(call_id)
             if unbounded and self._thread is not None:
                 self._call_engine(lambda: self._liveness.suspend(rank, -1))
 
@@ -298,7 +299,7 @@ class EngineClient:
             return
         if registry.add(stream, rank):
             self._liveness.became_busy(rank, time.monotonic())
-        frames[0] = _identity(rank)
+        frames[0] = identity_for_rank(rank)
         rid = stream.request_id
         self._transport.post(frames, lambda error: self._on_add_failed(rid, error))
         if self._coordinator_address and not self.engines_running:
@@ -306,7 +307,7 @@ class EngineClient:
             # wave on every engine (docs/engine-protocol.md §7.2.4); the 2-byte identity as bin means "wake everyone".
             self.engines_running = True
             self._transport.post_coordinator(
-                msgspec.msgpack.encode([_identity(rank), self.current_wave]))
+                msgspec.msgpack.encode([identity_for_rank(rank), self.current_wave]))
 
     def _abort(self, request_ids: list[str]) -> None:
         by_rank: dict[int, list[str]] = {}
@@ -315,7 +316,7 @@ class EngineClient:
             if stream is not None:
                 by_rank.setdefault(stream.engine_rank, []).append(rid)
         for rank, ids in by_rank.items():
-            self._transport.post(protocol.encode_abort(_identity(rank), ids))
+            self._transport.post(protocol.encode_abort(identity_for_rank(rank), ids))
 
     def _on_add_failed(self, request_id: str, error: Exception) -> None:
         stream = self._registry.pop(request_id)
@@ -345,7 +346,7 @@ class EngineClient:
             self._to_hub(lambda: _deliver(batch, version))
         utility = outputs.utility_output
         if utility is not None and self._pings.pop(utility.call_id, None) is None:
-            self._to_hub(lambda: self._finish_utility(utility))
+            self._to_hub(lambda: self._utility_calls.finish(utility))
 
     def _heard(self, rank: int) -> None:
         if self._liveness.heard(rank, time.monotonic()):
@@ -364,7 +365,7 @@ class EngineClient:
                 call_id = next(self._ping_ids)
                 self._pings[call_id] = rank
                 self._transport.post(protocol.encode_utility(
-                    _identity(rank), self.client_index, call_id, PING_METHOD, []))
+                    identity_for_rank(rank), self.client_index, call_id, PING_METHOD, []))
             for rank in stalled:
                 self._on_stalled(rank)
 
@@ -376,19 +377,10 @@ class EngineClient:
         if not streams:
             return
         # Queued in the socket: a stopped engine that resumes drops the work nobody waits for.
-        self._transport.post(protocol.encode_abort(_identity(rank),
+        self._transport.post(protocol.encode_abort(identity_for_rank(rank),
                                                    [s.request_id for s in streams]))
         error = self._refusal(rank) or EngineStalled(f"Engine {rank} is stalled.")
         self._to_hub(lambda: _fail(streams, error))
-
-    def _finish_utility(self, utility: Any) -> None:
-        call = self._utility_calls.get(utility.call_id)
-        if call is None:
-            return
-        if utility.failure_message is not None:
-            call.set_exception(ServerError(utility.failure_message))
-        else:
-            call.set(utility.result[1] if utility.result else None)
 
     def _on_registration(self, rank: int, payload: bytes) -> None:
         try:
@@ -397,7 +389,7 @@ class EngineClient:
             log.exception("undecodable registration from engine %d", rank)
             return
         self._heard(rank)
-        self._save_shared_registration(rank, payload)
+        shared_registrations.save(self._registration_dir, rank, payload)
         self._to_hub(lambda: self._register(rank, registration))
 
     def _register(self, rank: int, registration: Any) -> None:
@@ -440,43 +432,12 @@ class EngineClient:
     # -- HTTP hub ---------------------------------------------------------------------------
     def _fail_all(self, streams: list[RequestStream], error: ApiError) -> None:
         _fail(streams, error)
-        for call in list(self._utility_calls.values()):
-            call.set_exception(error)
+        self._utility_calls.fail_all(error)
         if self._on_dead_hook is not None:
             self._on_dead_hook(self.dead_reason or "")
 
     def _to_hub(self, fn: Callable[[], None]) -> None:
         self._hub_inbox.post(fn)
-
-    # -- registrations shared between worker processes ---------------------------------------
-    def _save_shared_registration(self, rank: int, payload: bytes) -> None:
-        if not self._registration_dir:
-            return
-        path = os.path.join(self._registration_dir, f"registration-{rank}.msgpack")
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(bytes(payload))
-            os.replace(tmp, path)
-        except OSError:
-            log.warning("could not share engine %d's registration at %s", rank, path)
-
-    def _load_shared_registrations(self) -> None:
-        if not self._registration_dir:
-            return
-        for rank in self.ranks:
-            path = os.path.join(self._registration_dir, f"registration-{rank}.msgpack")
-            try:
-                with open(path, "rb") as f:
-                    self._register(rank, protocol.decode_registration(f.read()))
-            except FileNotFoundError:
-                continue
-            except Exception:
-                log.exception("ignoring unreadable %s", path)
-
-
-def _identity(rank: int) -> bytes:
-    return rank.to_bytes(2, "little")
 
 
 def _deliver(batch: list, weight_version: str | None = None) -> None:

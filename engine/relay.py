@@ -38,6 +38,7 @@ import zmq
 from zmq.utils.monitor import parse_monitor_message
 
 from engine.protocol import codec
+from engine.protocol.handshake import identity_for_rank
 from engine.protocol.split import MAX_WORKERS, split_outputs
 from engine.transport import endpoint_for_fd
 
@@ -81,7 +82,7 @@ class Relay:
         for slot, address in enumerate(worker_inputs):
             for rank in ranks:
                 dealer = _socket(self.ctx, zmq.DEALER)
-                identity = rank.to_bytes(2, "little")
+                identity = identity_for_rank(rank)
                 dealer.setsockopt(zmq.IDENTITY, identity)
                 dealer.connect(address)
                 self.dealers[(slot, rank)] = dealer

@@ -13,7 +13,7 @@ import gevent
 import zmq
 
 from engine import protocol
-from engine.protocol import EngineCoreOutputs, EngineCoreReadyResponse
+from engine.protocol import EngineCoreOutputs, EngineCoreReadyResponse, identity_for_rank
 
 
 def wait_in_hub(predicate, timeout: float = 30.0) -> bool:
@@ -33,7 +33,7 @@ class FakeEngine:
         self.rank = rank
         self._context = zmq.Context()
         self.requests = self._context.socket(zmq.DEALER)
-        self.requests.setsockopt(zmq.IDENTITY, rank.to_bytes(2, "little"))
+        self.requests.setsockopt(zmq.IDENTITY, identity_for_rank(rank))
         self.requests.setsockopt(zmq.LINGER, 0)
         self.requests.connect(inputs)
         self.outputs = self._context.socket(zmq.PUSH)
