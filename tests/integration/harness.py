@@ -12,11 +12,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 from bench.deploy import cmdline, process_children
 from bench.processes import free_port, reap
 from bench.processes import wait_healthy as wait_until_healthy
+from tests.support.waiting import wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -120,13 +120,3 @@ class GreenfrontServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-def wait_for(predicate, timeout: float = 15.0) -> bool:
-    """Poll ``predicate`` until it is true or ``timeout`` seconds have passed."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False

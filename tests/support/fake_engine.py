@@ -7,23 +7,11 @@ gevent hub runs (the client hands its results over through that hub).
 """
 from __future__ import annotations
 
-import time
-
-import gevent
 import zmq
 
 from engine import protocol
 from engine.protocol import EngineCoreOutputs, EngineCoreReadyResponse, identity_for_rank
-
-
-def wait_in_hub(predicate, timeout: float = 30.0) -> bool:
-    """Poll while this thread's hub runs (the client's answers reach it through the hub)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        gevent.sleep(0.005)
-    return False
+from tests.support.waiting import wait_in_hub
 
 
 class FakeEngine:

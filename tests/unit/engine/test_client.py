@@ -18,7 +18,8 @@ from engine.protocol import (EngineCoreOutput, EngineCoreOutputs, EngineCoreRequ
                              SamplingParams)
 from engine.stream import Waker
 from errors import EngineDead, EngineUnavailable, InvalidRequest
-from tests.support.fake_engine import FakeEngine, wait_in_hub as _wait
+from tests.support.fake_engine import FakeEngine
+from tests.support.waiting import wait_in_hub as _wait
 
 
 def _request(rid: str) -> EngineCoreRequest:

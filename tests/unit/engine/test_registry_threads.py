@@ -24,7 +24,7 @@ from engine.client import EngineClient
 from engine.protocol import EngineCoreRequest, SamplingParams
 from engine.stream import Waker
 
-from tests.support.fake_engine import wait_in_hub as _wait
+from tests.support.waiting import wait_in_hub as _wait
 from tests.unit.engine.test_sim import ROOT
 
 THREADS = 4

@@ -14,7 +14,8 @@ import pytest
 from config import Config
 from errors import EngineDead, EngineUnavailable
 from runtime.state import WorkerState, server_template_kwargs
-from tests.support.fake_engine import FakeEngine, wait_in_hub
+from tests.support.fake_engine import FakeEngine
+from tests.support.waiting import wait_in_hub
 
 MODEL = os.environ.get("GREENFRONT_TEST_MODEL_DIR", "models/tekken-tiny")
 
