@@ -22,7 +22,8 @@ from resources.common.prompts import check_not_empty, make_rule, tokenize_texts
 from resources.common.sampling import (build_sampling_params, fan_out, max_tokens_for,
                                        usage_flags)
 from runtime.serving_context import ServingContext
-from text.chat_template import ChatTemplate, ChatTemplateError, parse_messages
+from text.chat_messages import ChatTemplateError, parse_messages
+from text.chat_template import ChatTemplate
 
 NO_TEMPLATE = ("As of transformers v4.44, default chat template is no longer allowed, so you must "
                "provide a chat template if the tokenizer does not define one.")

@@ -15,7 +15,6 @@ FUNCTION_LINES = 60
 OVER = {
     ("tests/unit/engine/test_codec_fixtures.py", ""): 512,
     ("tests/unit/engine/test_sim.py", ""): 544,
-    ("text/chat_template.py", ""): 454,
     ("bench/__main__.py", "main"): 62,
     ("engine/sim/request.py", "__init__"): 63,
     ("interop/make_tiny_model.py", "main"): 75,

@@ -5,10 +5,8 @@ import json
 
 import pytest
 
-from text.chat_template import (
-    EMPTY_CONVERSATION_MESSAGE, INCOMPATIBLE_FLAGS_MESSAGE, ChatTemplate, ChatTemplateError,
-    parse_messages,
-)
+from text.chat_messages import ChatTemplateError, parse_messages
+from text.chat_template import EMPTY_CONVERSATION_MESSAGE, INCOMPATIBLE_FLAGS_MESSAGE, ChatTemplate
 from text.model_dir import ModelFiles
 
 
