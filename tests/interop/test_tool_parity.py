@@ -103,6 +103,129 @@ CONFIGS: dict[str, tuple[list[str], list[tuple[str, str, dict]]]] = {
         ("required", '[TOOL_CALLS]get_time[ARGS]{"zone": "UTC"}', {"tool_choice": "required"}),
     ]),
 }
+
+def _xml(name: str, **params: str) -> str:
+    """One Qwen3-Coder XML call, laid out as its chat template writes it."""
+    body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
+    return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
+
+
+QW, QT = _xml("get_weather", city="Paris", unit="c"), _xml("get_time", zone="CET")
+
+#: the engine-grammar families of the ``parsers`` helper
+CONFIGS.update({
+    "qwen3_xml+qwen3": (["--enable-auto-tool-choice", "--tool-call-parser", "qwen3_xml",
+                         "--reasoning-parser", "qwen3"], [
+        ("one-call", f"</think>{QW}", {}),
+        ("content-then-call", f"</think>Let me check.\n{QW}", {}),
+        ("parallel", f"</think>{QW}\n{QT}", {}),
+        ("no-call", "</think>It is sunny.", {}),
+        ("truncated", f"</think>{QW}", {"max_tokens": 16}),
+        ("reasoning-then-call", f"<think>The user wants weather.</think>\n\n{QW}", {}),
+        ("call-ends-thought", f"plan {QW}", {}),
+        ("unknown-tool", f"</think>{_xml('nope', a='1')}", {}),
+        ("no-parameters", "</think><tool_call>\n<function=get_time>\n</function>\n</tool_call>",
+         {}),
+        ("tool-choice-none", f"</think>{QW}", {"tool_choice": "none"}),
+    ]),
+    "qwen3_coder": (["--enable-auto-tool-choice", "--tool-call-parser", "qwen3_coder"], [
+        ("one-call", QW, {}),
+        ("parallel-without-wrapper", "<function=get_weather>\n<parameter=city>\nParis\n"
+                                     "</parameter>\n</function>\n<function=get_time>\n"
+                                     "</function>", {}),
+        ("no-call", "It is sunny.", {}),
+        ("truncated", QW, {"max_tokens": 12}),
+        ("thought-left-as-content", f"<think>hmm</think>{QW}", {}),
+        ("open-parameter", "<tool_call>\n<function=get_weather>\n<parameter=city>\nPa"
+                           "<parameter=unit>\nc\n</function>\n</tool_call>", {}),
+        ("text-after-call", f"{QW}Done.", {}),
+    ]),
+})
+
+
+
+def _glm(name: str, **args: str) -> str:
+    """One GLM-4.5/4.7 call."""
+    pairs = "".join(f"<arg_key>{k}</arg_key><arg_value>{v}</arg_value>" for k, v in args.items())
+    return f"<tool_call>{name}{pairs}</tool_call>"
+
+
+GW, GT = _glm("get_weather", city="Paris", unit="c"), _glm("get_time", zone="CET")
+CONFIGS.update({
+    "glm47+glm45": (["--enable-auto-tool-choice", "--tool-call-parser", "glm47",
+                     "--reasoning-parser", "glm45"], [
+        ("one-call", f"</think>{GW}", {}),
+        ("content-then-call", f"</think>Let me check.{GW}", {}),
+        ("parallel", f"</think>{GW}\n{GT}", {}),
+        ("no-call", "</think>It is sunny.", {}),
+        ("truncated", f"</think>{GW}", {"max_tokens": 9}),
+        ("reasoning-then-call", f"<think>The user wants weather.</think>{GW}", {}),
+        ("call-ends-thought", f"plan {GW}", {}),
+        ("unknown-tool", f"</think>{_glm('nope', a='1')}", {}),
+        ("no-arguments", "</think><tool_call>get_time</tool_call>", {}),
+        ("name-on-its-own-line", "</think><tool_call>get_weather\n<arg_key>city</arg_key>\n"
+                                 "<arg_value>Oslo</arg_value>\n</tool_call>", {}),
+    ]),
+    "glm45": (["--enable-auto-tool-choice", "--tool-call-parser", "glm45"], [
+        ("one-call", GW, {}),
+        ("parallel", GW + GT, {}),
+        ("no-call", "It is sunny.", {}),
+        ("truncated", GW, {"max_tokens": 7}),
+        ("thought-left-as-content", f"<think>hmm</think>{GW}", {}),
+        ("text-after-call", f"{GW}Done.", {}),
+    ]),
+})
+
+
+
+def _kimi(*calls: tuple[str, str]) -> str:
+    """A Kimi K2 tool-call section holding ``calls`` ((name, JSON arguments) each)."""
+    body = "".join(f"<|tool_call_begin|>functions.{name}:{i}<|tool_call_argument_begin|>{args}"
+                   "<|tool_call_end|>" for i, (name, args) in enumerate(calls))
+    return f"<|tool_calls_section_begin|>{body}<|tool_calls_section_end|>"
+
+
+def _minimax(*calls: tuple[str, dict]) -> str:
+    """A MiniMax M2 tool-call block holding ``calls`` ((name, {key: value}) each)."""
+    body = "".join(f'<invoke name="{name}">\n' + "".join(
+        f'<parameter name="{k}">{v}</parameter>\n' for k, v in params.items()) + "</invoke>\n"
+        for name, params in calls)
+    return f"<minimax:tool_call>\n{body}</minimax:tool_call>"
+
+
+KW = _kimi(("get_weather", '{"city": "Paris", "unit": "c"}'))
+KP = _kimi(("get_weather", '{"city": "Paris"}'), ("get_time", '{"zone": "CET"}'))
+MW = _minimax(("get_weather", {"city": "Paris", "unit": "c"}))
+MP = _minimax(("get_weather", {"city": "Paris"}), ("get_time", {"zone": "CET"}))
+CONFIGS.update({
+    "kimi_k2+kimi_k2": (["--enable-auto-tool-choice", "--tool-call-parser", "kimi_k2",
+                         "--reasoning-parser", "kimi_k2"], [
+        ("one-call", f"</think>{KW}", {}),
+        ("content-then-call", f"</think>Let me check. {KW}", {}),
+        ("parallel", f"</think>{KP}", {}),
+        ("no-call", "</think>It is sunny.", {}),
+        ("truncated", f"</think>{KW}", {"max_tokens": 9}),
+        ("reasoning-then-call", f"<think>The user wants weather.</think>{KW}", {}),
+        ("call-ends-thought", f"plan {KW}", {}),
+        ("bad-header", "</think><|tool_calls_section_begin|><|tool_call_begin|>get_weather"
+                       '<|tool_call_argument_begin|>{"city": "Oslo"}<|tool_call_end|>'
+                       "<|tool_calls_section_end|>", {}),
+    ]),
+    "minimax_m2+minimax_m2": (["--enable-auto-tool-choice", "--tool-call-parser", "minimax_m2",
+                               "--reasoning-parser", "minimax_m2"], [
+        ("one-call", f"</think>{MW}", {}),
+        ("content-then-call", f"</think>Let me check.\n{MW}", {}),
+        ("parallel", f"</think>{MP}", {}),
+        ("no-call", "</think>It is sunny.", {}),
+        ("truncated", f"</think>{MW}", {"max_tokens": 12}),
+        ("reasoning-then-call", f"The user wants weather.</think>\n{MW}", {}),
+        ("call-ends-thought", f"plan {MW}", {}),
+        ("unknown-tool", f"</think>{_minimax(('nope', {'a': '1'}))}", {}),
+        ("quoting", "</think><minimax:tool_call><invoke name='get_time'><parameter name=zone>"
+                    "UTC</parameter></invoke></minimax:tool_call>", {}),
+    ]),
+})
+
 OFF = {"chat_template_kwargs": {"enable_thinking": False}}
 
 

@@ -29,6 +29,12 @@ BUILTIN: dict[str, str] = {
     "llama4_pythonic": "pythonic",
     "granite": "granite",
     "mistral": "mistral",
+    "qwen3_xml": "qwen3_xml",
+    "qwen3_coder": "qwen3_xml",
+    "glm45": "glm47",
+    "glm47": "glm47",
+    "kimi_k2": "kimi_k2",
+    "minimax_m2": "minimax_m2",
 }
 
 _registered: dict[str, type[ToolParser]] = {}
