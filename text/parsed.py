@@ -29,10 +29,13 @@ class ExtractedToolCalls:
 
     calls: list[ToolCall]
     content: str | None
+    #: the format says calls were made even when none could be read (DeepSeek's parsers: the
+    #: content is then only the text before the calls); None: whether any call was read
+    tools_called: bool | None = None
 
     @property
     def called(self) -> bool:
-        return bool(self.calls)
+        return bool(self.calls) if self.tools_called is None else self.tools_called
 
 
 @dataclass

@@ -141,7 +141,8 @@ class ChoiceParser:
             out = self.reasoning.feed(text, ids)
             if self.reasoning.ended:
                 self.reasoning_ended = transitioned = True
-                text, ids = (out.content if out is not None else None) or "", ()
+                text = (out.content if out is not None else None) or ""
+                ids = self.reasoning.content_ids(ids)
         if self.reasoning_ended and self.tools is not None:
             thought = out.reasoning if out is not None else None
             out = self._tool_delta(text, ids)
