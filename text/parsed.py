@@ -81,3 +81,11 @@ def is_json(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+#: Why the gpt-oss (harmony) parsers are not built: the maintained package for the format needs a
+#: tokenizer vocabulary that no package ships and it downloads at run time.
+HARMONY_UNAVAILABLE = (
+    "the harmony format (gpt-oss) needs the openai-harmony package's o200k_harmony tiktoken "
+    "vocabulary, which no package ships and which it downloads at run time; greenfront runs "
+    "without internet")

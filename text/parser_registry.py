@@ -21,10 +21,13 @@ class ParserRegistry(Generic[T]):
         base: the class every registered parser subclasses.
         package: where the built-in modules live.
         builtin: built-in name -> the module of ``package`` that registers it.
+        unavailable: vLLM names greenfront does not build -> why (the refusal's message).
     """
 
-    def __init__(self, kind: str, base: type, package: str, builtin: dict[str, str]) -> None:
+    def __init__(self, kind: str, base: type, package: str, builtin: dict[str, str],
+                 unavailable: dict[str, str] | None = None) -> None:
         self.kind, self.base, self.package, self.builtin = kind, base, package, builtin
+        self.unavailable = dict(unavailable or {})
         self._registered: dict[str, T] = {}
 
     def register(self, name: str) -> Callable[[T], T]:
@@ -41,13 +44,16 @@ class ParserRegistry(Generic[T]):
         """The class registered as ``name``.
 
         Raises:
-            KeyError: no such parser (the message lists the known names).
+            KeyError: no such parser (the message says why, or lists the known names).
         """
         if name not in self._registered and name in self.builtin:
             importlib.import_module(f"{self.package}.{self.builtin[name]}")
         try:
             return self._registered[name]
         except KeyError:
+            if name in self.unavailable:
+                raise KeyError(f"{self.kind} {name!r} is not built in greenfront: "
+                               f"{self.unavailable[name]}") from None
             raise KeyError(f"{self.kind} {name!r} is not known; known parsers: "
                            f"{', '.join(self.names())}") from None
 

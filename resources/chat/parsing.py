@@ -160,6 +160,8 @@ class ChoiceParser:
                 last.arguments = (last.arguments or "") + rest
         if finished and self.reasoning_ended:
             out = _joined(out, self._flushed())
+        elif finished:
+            out = _joined(out, self.reasoning.flush())
         if out is not None and not self.setup.include_reasoning:
             out.reasoning = None
             if not out.content and not out.tool_calls:

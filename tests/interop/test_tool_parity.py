@@ -298,6 +298,41 @@ CONFIGS.update({
                                                                 tool_choice="none")),
 })
 
+NONE = {"tool_choice": "none"}
+CONFIGS.update({
+    "mistral-reasoning": (["--reasoning-parser", "mistral"], [
+        (name, text, {**extra, **NONE}) for name, text, extra in [
+            ("reasoning-then-answer", "[THINK]Need the weather.[/THINK]It is sunny.", {}),
+            ("content-before-thought", "Hm. [THINK]plan[/THINK] ok", {}),
+            ("no-thought", "It is sunny.", {}),
+            ("unfinished-thought", "[THINK]Still thinking about it", {}),
+            ("whitespace", "\n\n[THINK]\nplan\n\n[/THINK]\n\nanswer", {}),
+            ("tool-marker-ends-thought", '[THINK]plan[TOOL_CALLS]get_time[ARGS]{}', {}),
+            ("truncated", "[THINK]one two three four five six[/THINK]done", {"max_tokens": 4}),
+            ("hidden", "[THINK]secret[/THINK]shown", {"include_reasoning": False}),
+        ]]),
+    "mistral+mistral": (["--enable-auto-tool-choice", "--tool-call-parser", "mistral",
+                         "--reasoning-parser", "mistral"], [
+        ("reasoning-then-call", '[THINK]Weather.[/THINK][TOOL_CALLS]get_weather[ARGS]'
+                                '{"city": "Paris"}', {}),
+        ("call-ends-thought", '[THINK]plan[TOOL_CALLS]get_time[ARGS]{"zone": "UTC"}', {}),
+        ("no-call", "[THINK]plan[/THINK]It is sunny.", {}),
+    ]),
+    "granite-reasoning": (["--reasoning-parser", "granite"], [
+        (name, text, {**extra, **NONE}) for name, text, extra in [
+            ("reasoning-then-answer", "Here is my thought process: need weather. Here is my "
+                                      "response: It is sunny.", {}),
+            ("short-forms", "Here's my thought process:plan Here's my response:ok", {}),
+            ("no-thought", "It is sunny.", {}),
+            ("text-before-thought", "Hi. Here is my thought process: a Here is my response: b",
+             {}),
+            ("unfinished-thought", "Here is my thought process: still thinking", {}),
+            ("almost-a-phrase", "Here is my thought: no", {}),
+            ("hidden", "Here is my thought process: s Here is my response: shown",
+             {"include_reasoning": False}),
+        ]]),
+})
+
 
 #: Streamed, an unfinished thought's ``reasoning_tokens`` from vLLM counts only the thought tokens
 #: its lexer had released when the output ended, and that varies from run to run with how the
@@ -315,11 +350,11 @@ KNOWN_DIFFERENCES = {
 }
 
 
-#: Configurations whose vLLM parser reads each delta on its own (DeepSeek's decide by the marker
-#: ids and text of the delta at hand): when vLLM's frontend falls behind 1 ms engine steps and
-#: joins several tokens into one delta, its answer changes (content or argument text lost), so
+#: Configurations whose vLLM parser reads each delta on its own (DeepSeek's tool parsers and
+#: granite's reasoning parser decide by the delta at hand): when vLLM's frontend falls behind 1 ms
+#: engine steps and joins several tokens into one delta, its answer changes (text lost or moved), so
 #: these run with slower steps (ms per token), one token per delta on both sides.
-SLOW_STEPS = {"deepseek_v3+deepseek_r1": 25, "deepseek_v31": 25}
+SLOW_STEPS = {"deepseek_v3+deepseek_r1": 25, "deepseek_v31": 25, "granite-reasoning": 25}
 
 CASES = [(config, case) for config, (_, cases) in CONFIGS.items() for case in cases]
 

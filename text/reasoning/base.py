@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping, Sequence
 
-from text.parsed import DeltaParts
+from text.parsed import HARMONY_UNAVAILABLE, DeltaParts
 from text.parser_registry import ParserRegistry
 
 
@@ -28,6 +28,9 @@ class ReasoningParser:
     name: ClassVar[str] = ""
     required_tokens: ClassVar[tuple[str, ...]] = ()
     grammar_based: ClassVar[bool] = False
+    #: the output is detokenized with ``skip_special_tokens`` false (the thought's markers are
+    #: special tokens the parser reads in the text), as vLLM's parser asks
+    keep_special_tokens: ClassVar[bool] = False
 
     def __init__(self, vocab: Mapping[str, int],
                  chat_template_kwargs: Mapping[str, Any] | None = None) -> None:
@@ -56,6 +59,10 @@ class ReasoningParser:
     def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
         """Reasoning tokens of an output (``completion_tokens_details.reasoning_tokens``)."""
         return 0
+
+    def flush(self) -> DeltaParts | None:
+        """What the parser still holds when the output ends inside the thought."""
+        return None
 
     def content_ids(self, delta_ids: Sequence[int]) -> list[int]:
         """The ids of the delta that ended the thought which belong to the content (the tool
@@ -142,10 +149,13 @@ BUILTIN: dict[str, str] = {
     "glm45": "glm45",
     "kimi_k2": "kimi_k2",
     "minimax_m2": "minimax_m2",
+    "mistral": "mistral",
+    "granite": "granite",
 }
 
 _PARSERS: ParserRegistry[type[ReasoningParser]] = ParserRegistry(
-    "reasoning parser", ReasoningParser, "text.reasoning", BUILTIN)
+    "reasoning parser", ReasoningParser, "text.reasoning", BUILTIN,
+    unavailable={"openai_gptoss": HARMONY_UNAVAILABLE})
 
 #: Class decorator: make a ReasoningParser subclass the reasoning parser called ``name``.
 register_reasoning_parser = _PARSERS.register

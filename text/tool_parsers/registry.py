@@ -16,6 +16,7 @@ import importlib.util
 import os
 import sys
 
+from text.parsed import HARMONY_UNAVAILABLE
 from text.parser_registry import ParserRegistry
 from text.tool_parsers.base import ToolParser
 
@@ -39,7 +40,8 @@ BUILTIN: dict[str, str] = {
 }
 
 _PARSERS: ParserRegistry[type[ToolParser]] = ParserRegistry(
-    "tool call parser", ToolParser, "text.tool_parsers", BUILTIN)
+    "tool call parser", ToolParser, "text.tool_parsers", BUILTIN,
+    unavailable={"openai": HARMONY_UNAVAILABLE})
 
 #: Class decorator: make a ToolParser subclass the parser called ``name`` (a later registration
 #: wins, so a plugin may replace a built-in family).
