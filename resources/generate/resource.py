@@ -23,4 +23,5 @@ class GenerateResource(GenerationResource):
     def request_schemas(self) -> dict[str, dict]:
         schema = fields_schema(types.HEAD + types.TAIL, "GenerateRequest")
         schema["properties"]["sampling_params"] = fields_schema(types.SAMPLING, "SamplingParams")
+        schema["required"] = [*schema.get("required", []), "sampling_params"]  # validate.py's
         return {"GenerateRequest": schema}
