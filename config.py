@@ -326,6 +326,10 @@ class Config:
     max_logprobs: int = setting(
         ("GREENFRONT_MAX_LOGPROBS",), int, 20, "largest `logprobs` a request may ask for "
         "(`--max-logprobs`; -1: the vocabulary size)")
+    stream_interval: int = setting(
+        ("GREENFRONT_STREAM_INTERVAL",), positive_int, 1,
+        "output tokens a stream batches per chunk, server-wide (`--stream-interval`); a "
+        "request's own `stream_interval` can raise it, never lower it, as in vLLM")
     max_n: int = setting(
         ("VLLM_MAX_N_SEQUENCES",), positive_int, 16384, "largest `n` a request may ask for")
     max_completion_prompts: int = setting(

@@ -25,9 +25,9 @@ UNSUPPORTED = frozenset({
     "disable_access_log_for_endpoints", "skip_tokenizer_init",
     "enable_prompt_embeds", "override_generation_config", "tokenizer_revision",
     "hf_config_path", "enable_flash_late_interaction",
-    # Engine options in vLLM that its frontend applies (the output collector's interval, the
-    # admission limits of AsyncLLM): frontend behaviour greenfront does not have yet.
-    "stream_interval", "max_num_queued_reqs", "max_num_queued_tokens",
+    # Engine options in vLLM that its frontend applies (the admission limits of AsyncLLM):
+    # frontend behaviour greenfront does not have yet.
+    "max_num_queued_reqs", "max_num_queued_tokens",
 })
 
 
@@ -107,6 +107,8 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "enable_force_include_usage": ("GREENFRONT_ENABLE_FORCE_INCLUDE_USAGE", _flag),
     "enable_prompt_tokens_details": ("GREENFRONT_ENABLE_PROMPT_TOKENS_DETAILS", _flag),
     "max_logprobs": ("GREENFRONT_MAX_LOGPROBS", str),
+    # An engine option (SchedulerConfig) that vLLM's output processor applies in the frontend.
+    "stream_interval": ("GREENFRONT_STREAM_INTERVAL", str),
     # An engine option in vLLM (EngineArgs), honoured by the frontend's drain: runtime/shutdown.
     "shutdown_timeout": ("GREENFRONT_SHUTDOWN_TIMEOUT", str),
     "allowed_origins": ("GREENFRONT_ALLOWED_ORIGINS", json.dumps),

@@ -195,6 +195,7 @@ class WorkerState:
             response_role=cfg.response_role,
             trust_request_chat_template=cfg.trust_request_chat_template,
             max_logprobs=cfg.max_logprobs,
+            stream_interval=cfg.stream_interval,
             enable_force_include_usage=cfg.enable_force_include_usage,
             enable_prompt_tokens_details=cfg.enable_prompt_tokens_details,
             max_stop_strings=cfg.max_stop_strings,

@@ -71,8 +71,10 @@ class ChoiceState:
         self.text_offset = 0  # completions logprobs text_offset carried across chunks
         self.num_cached_tokens = 0
         self.num_cache_creation_tokens = 0
-        # Request-level stream_interval (the server's is 1): batch this many tokens per chunk.
-        self.stream_interval = choice.sampling_params.stream_interval or 1
+        # Batch this many tokens per chunk: the server's --stream-interval, raised (never
+        # lowered) by the request's own, as vLLM's output processor clamps it.
+        requested = choice.sampling_params.stream_interval
+        self.stream_interval = max(requested or 1, ctx.stream_interval)
         self.sent_tokens = 0
         self.pending: list[Position] = []  # stream logprobs not yet sent
 

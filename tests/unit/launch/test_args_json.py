@@ -52,9 +52,14 @@ def test_structured_outputs_backend_and_default_template_kwargs_become_settings(
 
 def test_frontend_behaviour_engine_options_are_refused_not_ignored():
     with pytest.raises(UnsupportedOptions) as info:
-        settings_from_args_json(json.dumps({"model_tag": "/m", "stream_interval": 4,
+        settings_from_args_json(json.dumps({"model_tag": "/m", "max_num_queued_tokens": 4,
                                             "max_num_queued_reqs": 8}))
-    assert info.value.names == ["max_num_queued_reqs", "stream_interval"]
+    assert info.value.names == ["max_num_queued_reqs", "max_num_queued_tokens"]
+
+
+def test_stream_interval_becomes_the_server_wide_setting():
+    settings = settings_from_args_json(json.dumps({"model_tag": "/m", "stream_interval": 4}))
+    assert settings["GREENFRONT_STREAM_INTERVAL"] == "4"
 
 
 def test_http_options_become_settings():

@@ -164,6 +164,24 @@ def test_stream_interval_batches_tokens(ctx):
                     (" Execut", [27797, 35424])]  # trailing partial UTF-8 dropped
 
 
+@pytest.mark.parametrize("server, request_interval, expected", [
+    (3, None, 3), (3, 2, 3), (2, 3, 3), (1, None, 1)])
+def test_server_stream_interval_is_raised_never_lowered_by_the_request(
+        ctx, server, request_interval, expected):
+    """``--stream-interval`` batches every stream; a request's own interval counts only when it
+    is larger (vLLM's output processor takes the max of the two)."""
+    import dataclasses
+    served = dataclasses.replace(ctx, stream_interval=server)
+    body = {"stream": True} if request_interval is None else {
+        "stream": True, "stream_interval": request_interval}
+    _, state = state_for(served, **body)
+    got = [feed(state, [t], finish=1 if i == 6 else None) for i, t in enumerate(FRANCE[:7])]
+    sizes = [len(d.token_ids) for d in got if d is not None]
+    # the first token alone, then `expected` at a time, then the rest with the finishing step
+    assert sizes[0] == 1 and all(n == expected for n in sizes[1:-1]) and sum(sizes) == 7
+    assert len(sizes) == 1 + 6 // expected + (1 if 6 % expected else 0)
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_merged_steps_stream_the_same_text_and_finish_as_single_steps(ctx, seed):
     # A response that fell behind gets its pending steps merged (engine.stream); the text it
