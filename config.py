@@ -326,6 +326,15 @@ class Config:
     max_logprobs: int = setting(
         ("GREENFRONT_MAX_LOGPROBS",), int, 20, "largest `logprobs` a request may ask for "
         "(`--max-logprobs`; -1: the vocabulary size)")
+    max_num_queued_reqs: int | None = setting(
+        ("GREENFRONT_MAX_NUM_QUEUED_REQS",), non_negative_int, None,
+        "most engine requests in flight in the deployment (`--max-num-queued-reqs`; `n` "
+        "samples count `n`); more get 503 with `Retry-After`", shown="no limit")
+    max_num_queued_tokens: int | None = setting(
+        ("GREENFRONT_MAX_NUM_QUEUED_TOKENS",), non_negative_int, None,
+        "prompt tokens of the deployment's requests still waiting for their first output at "
+        "which new requests get 503 with `Retry-After` (`--max-num-queued-tokens`)",
+        shown="no limit")
     stream_interval: int = setting(
         ("GREENFRONT_STREAM_INTERVAL",), positive_int, 1,
         "output tokens a stream batches per chunk, server-wide (`--stream-interval`); a "

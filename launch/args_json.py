@@ -25,9 +25,6 @@ UNSUPPORTED = frozenset({
     "disable_access_log_for_endpoints", "skip_tokenizer_init",
     "enable_prompt_embeds", "override_generation_config", "tokenizer_revision",
     "hf_config_path", "enable_flash_late_interaction",
-    # Engine options in vLLM that its frontend applies (the admission limits of AsyncLLM):
-    # frontend behaviour greenfront does not have yet.
-    "max_num_queued_reqs", "max_num_queued_tokens",
 })
 
 
@@ -109,6 +106,9 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "max_logprobs": ("GREENFRONT_MAX_LOGPROBS", str),
     # An engine option (SchedulerConfig) that vLLM's output processor applies in the frontend.
     "stream_interval": ("GREENFRONT_STREAM_INTERVAL", str),
+    # Engine options (SchedulerConfig) whose admission limits vLLM's AsyncLLM applies.
+    "max_num_queued_reqs": ("GREENFRONT_MAX_NUM_QUEUED_REQS", str),
+    "max_num_queued_tokens": ("GREENFRONT_MAX_NUM_QUEUED_TOKENS", str),
     # An engine option in vLLM (EngineArgs), honoured by the frontend's drain: runtime/shutdown.
     "shutdown_timeout": ("GREENFRONT_SHUTDOWN_TIMEOUT", str),
     "allowed_origins": ("GREENFRONT_ALLOWED_ORIGINS", json.dumps),

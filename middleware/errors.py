@@ -32,7 +32,7 @@ def http_parts(error: ApiError) -> tuple[str, list[tuple[str, str]], bytes]:
     """Status line, headers and body of an error response."""
     body = jsonio.dumps(error.to_envelope())
     return status_line(error.status), [("Content-Type", JSON),
-                                       ("Content-Length", str(len(body)))], body
+                                       ("Content-Length", str(len(body))), *error.headers], body
 
 
 def wsgi_error(start_response: Callable, error: ApiError) -> list[bytes]:
@@ -44,6 +44,8 @@ def wsgi_error(start_response: Callable, error: ApiError) -> list[bytes]:
 def _render(resp: falcon.Response, error: ApiError) -> None:
     resp.status = error.status
     resp.content_type = JSON
+    for name, value in error.headers:
+        resp.set_header(name, value)
     resp.data = jsonio.dumps(error.to_envelope())
 
 

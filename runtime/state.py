@@ -19,6 +19,7 @@ import gevent
 
 
 from config import Config
+from engine.admission import Admission, SharedCounts
 from engine.client import EngineClient
 from runtime.hub_lag import HubLagMonitor
 from runtime.metrics import Metrics
@@ -128,7 +129,17 @@ class WorkerState:
             io_threads=cfg.zmq_threads, max_model_len_cap=cfg.max_model_len,
             registration_dir=cfg.run_dir, on_dead=self._on_engine_dead,
             on_ready=self._on_engines_ready, observer=self.metrics,
-            stall_timeout=cfg.engine_stall_timeout)
+            stall_timeout=cfg.engine_stall_timeout, admission=self._admission(),
+            on_rejected=self.metrics.record_admission_rejection)
+
+    def _admission(self) -> Admission | None:
+        """The queue limits, with the counts shared between the deployment's workers."""
+        cfg = self.config
+        if cfg.max_num_queued_reqs is None and cfg.max_num_queued_tokens is None:
+            return None
+        shared = (SharedCounts(os.path.join(cfg.run_dir, "admission.counts"), cfg.worker_slot)
+                  if cfg.run_dir and cfg.worker_count > 1 else None)
+        return Admission(cfg.max_num_queued_reqs, cfg.max_num_queued_tokens, shared)
 
     def _on_engines_ready(self) -> None:
         """HTTP hub: every engine registered (before any request can be served)."""

@@ -108,6 +108,10 @@ class RequestState:
         self.ctx = ctx
         self.choices = [ChoiceState(c, ctx) for c in prepared.choices]
         self.namer = Namer(ctx.tokenizer, prepared.return_tokens_as_token_ids)
+        # The engine's KV/EC connector results, as vLLM answers them: those of the first
+        # prompt's final output (its last sample to finish); None without a connector.
+        self.kv_transfer_params: dict | None = None
+        self.ec_transfer_params: dict | None = None
 
     @property
     def all_finished(self) -> bool:
@@ -135,6 +139,9 @@ class RequestState:
         code = output.finish_reason
         if code == FinishReason.ERROR:
             raise ServerError("Internal server error")
+        if code is not None and state.choice.prompt_index == 0:
+            self.kv_transfer_params = output.kv_transfer_params
+            self.ec_transfer_params = output.ec_transfer_params
         first = not state.started
         state.started = True
         if first and output.prefill_stats is not None:

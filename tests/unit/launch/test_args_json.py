@@ -50,11 +50,11 @@ def test_structured_outputs_backend_and_default_template_kwargs_become_settings(
     assert "GREENFRONT_STRUCTURED_OUTPUTS_BACKEND" not in auto
 
 
-def test_frontend_behaviour_engine_options_are_refused_not_ignored():
-    with pytest.raises(UnsupportedOptions) as info:
-        settings_from_args_json(json.dumps({"model_tag": "/m", "max_num_queued_tokens": 4,
-                                            "max_num_queued_reqs": 8}))
-    assert info.value.names == ["max_num_queued_reqs", "max_num_queued_tokens"]
+def test_admission_limits_become_settings():
+    settings = settings_from_args_json(json.dumps({"model_tag": "/m", "max_num_queued_tokens": 4,
+                                                   "max_num_queued_reqs": 8}))
+    assert settings["GREENFRONT_MAX_NUM_QUEUED_REQS"] == "8"
+    assert settings["GREENFRONT_MAX_NUM_QUEUED_TOKENS"] == "4"
 
 
 def test_stream_interval_becomes_the_server_wide_setting():
