@@ -96,6 +96,7 @@ def sampling_fields(max_stop_strings: int) -> list[Field]:
         ("structured_outputs", v_nullable(v_dict()), None),
         ("priority", v_int(**INT64), 0),
         ("request_id", v_str(), None),
+        ("session_id", v_nullable(v_str()), None),
         ("return_tokens_as_token_ids", v_nullable(v_bool()), None),
         ("return_token_ids", v_nullable(v_bool()), None),
         ("cache_salt", v_nullable(v_str(min_length=1, max_length=1024)), None),

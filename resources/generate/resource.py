@@ -19,6 +19,7 @@ class GenerateResource(GenerationResource):
     stream_renderer = GenerateStreamRenderer
     render_response = staticmethod(render_generate_response)
     output_state = GenerateState
+    openai_headers = False
 
     def request_schemas(self) -> dict[str, dict]:
         schema = fields_schema(types.HEAD + types.TAIL, "GenerateRequest")
