@@ -19,6 +19,7 @@ from middleware.drain import DrainMiddleware
 from middleware.http_headers import Cors, RequestId
 from middleware.http_metrics import HttpMetrics
 from middleware.offload import OffloadMiddleware
+from middleware.root_path import RootPath
 from resources.admin import register_admin_routes
 from resources.chat.resource import ChatCompletionsResource
 from resources.completions.resource import CompletionsResource
@@ -47,7 +48,7 @@ def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddlewa
     app.add_route("/load", LoadResource(state))
     app.add_route("/metrics", MetricsResource(state))
     app.add_route("/v1/models", ModelsResource(state))
-    app.add_route("/openapi.json", OpenApiResource(app))
+    app.add_route("/openapi.json", OpenApiResource(app, root_path=config.root_path))
     # OpenAI API and vLLM's tokenizer routes: offloaded to the request pool.
     app.add_route("/v1/completions", CompletionsResource(state))
     app.add_route("/v1/chat/completions", ChatCompletionsResource(state))
@@ -74,6 +75,8 @@ def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddlewa
                 list(config.allowed_headers), config.allow_credentials)
     if config.enable_request_id_headers:
         wsgi = RequestId(wsgi)
+    if config.root_path:
+        wsgi = RootPath(wsgi, config.root_path)
     return DrainMiddleware(wsgi, _drain(config, state))
 
 

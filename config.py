@@ -335,6 +335,11 @@ class Config:
         "prompt tokens of the deployment's requests still waiting for their first output at "
         "which new requests get 503 with `Retry-After` (`--max-num-queued-tokens`)",
         shown="no limit")
+    root_path: str = setting(
+        ("GREENFRONT_ROOT_PATH",), str, "",
+        "path prefix a proxy forwards (`--root-path`): `<prefix>/v1/...` is served as "
+        "`/v1/...` (paths without it too), and `/openapi.json` names it as its server",
+        shown="none")
     stream_interval: int = setting(
         ("GREENFRONT_STREAM_INTERVAL",), positive_int, 1,
         "output tokens a stream batches per chunk, server-wide (`--stream-interval`); a "

@@ -21,7 +21,7 @@ UNSUPPORTED = frozenset({
     "enable_per_request_metrics", "enable_server_load_tracking", "sse_keep_alive_interval",
     "enable_tokenizer_info_endpoint", "enable_log_outputs", "enable_log_deltas",
     "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
-    "tokens_only", "uds", "enable_ssl_refresh", "ssl_ciphers", "root_path", "middleware",
+    "tokens_only", "uds", "enable_ssl_refresh", "ssl_ciphers", "middleware",
     "disable_access_log_for_endpoints", "skip_tokenizer_init",
     "enable_prompt_embeds", "override_generation_config", "tokenizer_revision",
     "hf_config_path", "enable_flash_late_interaction",
@@ -106,6 +106,7 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "max_logprobs": ("GREENFRONT_MAX_LOGPROBS", str),
     # An engine option (SchedulerConfig) that vLLM's output processor applies in the frontend.
     "stream_interval": ("GREENFRONT_STREAM_INTERVAL", str),
+    "root_path": ("GREENFRONT_ROOT_PATH", str),
     # Engine options (SchedulerConfig) whose admission limits vLLM's AsyncLLM applies.
     "max_num_queued_reqs": ("GREENFRONT_MAX_NUM_QUEUED_REQS", str),
     "max_num_queued_tokens": ("GREENFRONT_MAX_NUM_QUEUED_TOKENS", str),

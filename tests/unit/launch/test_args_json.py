@@ -22,9 +22,9 @@ def test_honoured_options_become_settings_and_engine_options_are_ignored():
 def test_unimplemented_frontend_options_are_refused_in_one_message():
     with pytest.raises(UnsupportedOptions) as info:
         settings_from_args_json(json.dumps({"model_tag": "/m", "tool_server": "x",
-                                            "root_path": "/p", "tokenizer_mode": "mistral"}))
-    assert sorted(info.value.names) == ["root_path", "tokenizer_mode", "tool_server"]
-    assert "--tool-server" in str(info.value) and "--root-path" in str(info.value)
+                                            "uds": "/p", "tokenizer_mode": "mistral"}))
+    assert sorted(info.value.names) == ["tokenizer_mode", "tool_server", "uds"]
+    assert "--tool-server" in str(info.value) and "--uds" in str(info.value)
 
 
 def test_tool_and_reasoning_parser_flags_become_settings():
