@@ -399,7 +399,7 @@ def test_a_prompt_id_no_engine_can_hold_is_an_undecodable_add(bad_id: int) -> No
 
 
 def test_vllm_rs_style_add_decodes() -> None:
-    # Spec §10.2: float32 floats, defaults sent explicitly.
+    # docs/engine-protocol.md §10.2: float32 floats, defaults sent explicitly.
     payload = msgspec.msgpack.encode(
         ["cmpl-1", [6, 7], None,
          {"temperature": 0.7, "max_tokens": 5, "min_tokens": 0, "_eos_token_id": 2, "_all_stop_token_ids": [2, 5],
