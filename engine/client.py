@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import itertools
 import logging
-import os
 import random
 import time
 from typing import Any, Callable
@@ -32,7 +31,7 @@ import gevent
 import gevent.event
 import msgspec
 
-from engine import protocol
+from engine import protocol, shared_registrations
 from engine.admission import Admission, Group
 from engine.liveness import Liveness
 from engine.registry import RequestRegistry
@@ -106,12 +105,9 @@ class EngineClient:
         self.max_model_len: int | None = None
         #: Set by ``abort_all`` (the worker is shutting down): no new request is sent.
         self.closed_error: ApiError | None = None
-        # Queue limits (``engine.admission``), checked in ``_add``; ``on_rejected(reason)`` runs
-        # in the HTTP hub for each refused request (the metric).
-        self._admission = admission
-        self._on_rejected = on_rejected
-        self._registry = RequestRegistry(self.ranks,
-                                         admission.publish if admission is not None else None)
+        # Queue limits (``engine.admission``, checked in ``_add``); on_rejected(reason): the hub.
+        self._admission, self._on_rejected = admission, on_rejected
+        self._registry = RequestRegistry(self.ranks, admission and admission.publish)
         self._liveness = Liveness(self.ranks, stall_timeout, time.monotonic())
         self._pings: dict[int, int] = {}  # ping call id -> rank
         self._ping_ids = itertools.count(_PING_CALL_IDS)
@@ -127,7 +123,9 @@ class EngineClient:
         """Start the engine-I/O thread and bind the sockets; returns once they are bound."""
         self._hub_inbox = HubInbox(run_each)
         self._ready_event = gevent.event.Event()
-        self._load_shared_registrations()
+        if self._registration_dir:
+            for rank, registration in shared_registrations.load(self._registration_dir, self.ranks):
+                self._register(rank, registration)
         self._thread = EngineThread(self._start_transport)
         self._thread.start()
         if self._transport is None:
@@ -324,12 +322,10 @@ class EngineClient:
 
     def _admitted(self, group: Group) -> ApiError | None:
         """The queue limits' verdict on ``group`` (decided by its first request)."""
-        fresh = not group.decided
-        registry = self._registry
+        fresh, registry, hook = not group.decided, self._registry, self._on_rejected
         rejection = self._admission.verdict(group, registry.in_flight, registry.prefill_tokens)
-        if rejection is not None and fresh and self._on_rejected is not None:
-            reason, hook = rejection.reason, self._on_rejected
-            self._to_hub(lambda: hook(reason))
+        if rejection is not None and fresh and hook is not None:
+            self._to_hub(lambda: hook(rejection.reason))
         return copy.copy(rejection) if rejection is not None else None
 
     def _abort(self, request_ids: list[str]) -> None:
@@ -423,7 +419,8 @@ class EngineClient:
             log.exception("undecodable registration from engine %d", rank)
             return
         self._heard(rank)
-        self._save_shared_registration(rank, payload)
+        if self._registration_dir:
+            shared_registrations.save(self._registration_dir, rank, payload)
         self._to_hub(lambda: self._register(rank, registration))
 
     def _register(self, rank: int, registration: Any) -> None:
@@ -475,30 +472,6 @@ class EngineClient:
         self._hub_inbox.post(fn)
 
     # -- registrations shared between worker processes ---------------------------------------
-    def _save_shared_registration(self, rank: int, payload: bytes) -> None:
-        if not self._registration_dir:
-            return
-        path = os.path.join(self._registration_dir, f"registration-{rank}.msgpack")
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(bytes(payload))
-            os.replace(tmp, path)
-        except OSError:
-            log.warning("could not share engine %d's registration at %s", rank, path)
-
-    def _load_shared_registrations(self) -> None:
-        if not self._registration_dir:
-            return
-        for rank in self.ranks:
-            path = os.path.join(self._registration_dir, f"registration-{rank}.msgpack")
-            try:
-                with open(path, "rb") as f:
-                    self._register(rank, protocol.decode_registration(f.read()))
-            except FileNotFoundError:
-                continue
-            except Exception:
-                log.exception("ignoring unreadable %s", path)
 
 
 def _identity(rank: int) -> bytes:

@@ -139,19 +139,8 @@ class RequestState:
         code = output.finish_reason
         if code == FinishReason.ERROR:
             raise ServerError("Internal server error")
-        if code is not None and state.choice.prompt_index == 0:
-            self.kv_transfer_params = output.kv_transfer_params
-            self.ec_transfer_params = output.ec_transfer_params
-        first = not state.started
-        state.started = True
-        if first and output.prefill_stats is not None:
-            state.num_cached_tokens = output.prefill_stats.num_cached_tokens
-            state.num_cache_creation_tokens = output.prefill_stats.num_cache_creation_tokens
+        first = self._take_side_fields(state, output, frames)
         choice = state.choice
-        if output.new_prompt_logprobs_tensors is not None and choice.prompt_logprobs is not None:
-            state.prompt_positions = [None] + positions_from(
-                output.new_prompt_logprobs_tensors, choice.prompt_logprobs, frames)
-
         before = state.num_output_tokens
         stop_string = state.detokenizer.update(output.new_token_ids,
                                                code == FinishReason.STOP)
@@ -187,6 +176,25 @@ class RequestState:
         logprobs = self._stream_logprobs(state, new_ids, new_positions, first)
         return ChoiceDelta(choice.index, text, new_ids, logprobs, finish_reason, stop_reason,
                            abort_engine, first, state.num_output_tokens)
+
+    def _take_side_fields(self, state: ChoiceState, output: Any,
+                          frames: Sequence[Any] | None) -> bool:
+        """What an output carries beside its tokens: cache figures and prompt logprobs (first
+        output), the transfer results (the first prompt's final output, as vLLM answers them).
+        Returns whether this is the choice's first output."""
+        if output.finish_reason is not None and state.choice.prompt_index == 0:
+            self.kv_transfer_params = output.kv_transfer_params
+            self.ec_transfer_params = output.ec_transfer_params
+        first = not state.started
+        state.started = True
+        if first and output.prefill_stats is not None:
+            state.num_cached_tokens = output.prefill_stats.num_cached_tokens
+            state.num_cache_creation_tokens = output.prefill_stats.num_cache_creation_tokens
+        choice = state.choice
+        if output.new_prompt_logprobs_tensors is not None and choice.prompt_logprobs is not None:
+            state.prompt_positions = [None] + positions_from(
+                output.new_prompt_logprobs_tensors, choice.prompt_logprobs, frames)
+        return first
 
     def _stream_logprobs(self, state: ChoiceState, ids: list[int], positions: list[Position],
                          first: bool) -> dict | None:
