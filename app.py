@@ -34,7 +34,7 @@ from runtime.request_pool import get_pool
 from runtime.state import WorkerState
 
 
-def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddleware:
+def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddleware | RootPath:
     """The WSGI callable: the Falcon app wrapped by the offload driver, the HTTP metrics, CORS,
     request ids and the drain."""
     state = state or WorkerState(config)
@@ -75,9 +75,9 @@ def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddlewa
                 list(config.allowed_headers), config.allow_credentials)
     if config.enable_request_id_headers:
         wsgi = RequestId(wsgi)
-    if config.root_path:
-        wsgi = RootPath(wsgi, config.root_path)
-    return DrainMiddleware(wsgi, _drain(config, state))
+    wsgi = DrainMiddleware(wsgi, _drain(config, state))
+    # Outermost, so that every layer (the drain's probe paths too) sees the path without it.
+    return RootPath(wsgi, config.root_path) if config.root_path else wsgi
 
 
 def _drain(config: Config, state: WorkerState) -> shutdown.Drain:
