@@ -18,6 +18,7 @@ from middleware.auth import AuthMiddleware
 from middleware.drain import DrainMiddleware
 from middleware.http_headers import Cors, RequestId
 from middleware.http_metrics import HttpMetrics
+from middleware.load_tracking import LoadTracking
 from middleware.offload import OffloadMiddleware
 from middleware.root_path import RootPath
 from resources.admin import register_admin_routes
@@ -70,6 +71,8 @@ def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddlewa
     api = HttpMetrics(offload, state.metrics, lambda path: _route_template(app, path))
     api.falcon_app = app  # the routes, as resources.openapi and its tests read them
     api.state = state  # for gunicorn's hooks (post_worker_init starts it, worker_exit stops it)
+    if config.enable_server_load_tracking:
+        api = LoadTracking(api, state)
     # As vLLM stacks them: request ids outside, then (auth, inside Falcon) CORS.
     wsgi = Cors(api, list(config.allowed_origins), list(config.allowed_methods),
                 list(config.allowed_headers), config.allow_credentials)

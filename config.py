@@ -209,6 +209,9 @@ class Config:
     root_path: str = setting(
         ("GREENFRONT_ROOT_PATH",), str, "", "path prefix a proxy forwards (`--root-path`): "
         "`<prefix>/v1/...` is served as `/v1/...`; `/openapi.json` names it as its server")
+    enable_server_load_tracking: bool = setting(
+        ("GREENFRONT_ENABLE_SERVER_LOAD_TRACKING",), boolean, False, "`/load` counts completions "
+        "and chat requests in flight, as vLLM (`--enable-server-load-tracking`); else engine ones")
     stream_interval: int = setting(
         ("GREENFRONT_STREAM_INTERVAL",), positive_int, 1, "output tokens a stream batches per "
         "chunk (`--stream-interval`); a request's `stream_interval` can only raise it")

@@ -18,7 +18,7 @@ from typing import Any, Callable
 UNSUPPORTED = frozenset({
     "lora_modules", "trust_request_mm_kwargs", "return_tokens_as_token_ids",
     "exclude_tools_when_tool_choice_none", "tool_strict_level", "tool_server",
-    "enable_per_request_metrics", "enable_server_load_tracking", "sse_keep_alive_interval",
+    "enable_per_request_metrics", "sse_keep_alive_interval",
     "enable_tokenizer_info_endpoint", "enable_log_outputs", "enable_log_deltas",
     "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
     "tokens_only", "uds", "enable_ssl_refresh", "ssl_ciphers", "middleware",
@@ -107,6 +107,7 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     # An engine option (SchedulerConfig) that vLLM's output processor applies in the frontend.
     "stream_interval": ("GREENFRONT_STREAM_INTERVAL", str),
     "root_path": ("GREENFRONT_ROOT_PATH", str),
+    "enable_server_load_tracking": ("GREENFRONT_ENABLE_SERVER_LOAD_TRACKING", _flag),
     # Engine options (SchedulerConfig) whose admission limits vLLM's AsyncLLM applies.
     "max_num_queued_reqs": ("GREENFRONT_MAX_NUM_QUEUED_REQS", str),
     "max_num_queued_tokens": ("GREENFRONT_MAX_NUM_QUEUED_TOKENS", str),

@@ -36,6 +36,8 @@ class WorkerState:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.pid: int | None = None
+        #: HTTP hub: completions and chat requests in flight (``middleware.load_tracking``).
+        self.tracked_requests = 0
         self.model = None
         self.tokenizer = None
         self.chat_template = None

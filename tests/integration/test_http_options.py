@@ -112,3 +112,22 @@ def test_root_path_prefix_is_routed_without_it_and_guarded_alike(options_server)
     assert done.status_code == 200, done.text
     document = requests.get(url + "/api/openapi.json", timeout=10).json()
     assert document["servers"] == [{"url": "/api"}] and "/v1/models" in document["paths"]
+
+
+def test_server_load_tracking_counts_generation_requests_as_vllm(make_server):
+    """--enable-server-load-tracking: /load counts completions and chat requests in flight (an
+    n=2 request once), until their last byte; other routes are not counted."""
+    from tests.integration.harness import wait_for
+    from tests.integration.test_admission import _SlowStream
+    srv = make_server(env={"GREENFRONT_ENABLE_SERVER_LOAD_TRACKING": "1"})
+    load = lambda: requests.get(srv.url + "/load", timeout=10).json()["server_load"]  # noqa: E731
+    assert load() == 0
+    held = _SlowStream(srv.url, n=2, temperature=1.0)
+    try:
+        assert held.started.wait(60)
+        assert load() == 1
+        assert requests.post(srv.url + "/tokenize", json={"prompt": "hi"}, timeout=10).ok
+        assert load() == 1
+    finally:
+        held.close()
+    assert wait_for(lambda: load() == 0, timeout=30)
