@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 
 import falcon
+import gevent
 
 from config import Config
 from middleware import errors as error_handlers
@@ -22,6 +23,7 @@ from middleware.load_tracking import LoadTracking
 from middleware.offload import OffloadMiddleware
 from middleware.root_path import RootPath
 from resources.admin import register_admin_routes
+from resources.admin.lora import load_static_modules
 from resources.chat.resource import ChatCompletionsResource
 from resources.completions.resource import CompletionsResource
 from resources.generate.resource import GenerateResource
@@ -32,6 +34,7 @@ from resources.openapi import OpenApiResource
 from resources.tokenize.resource import DetokenizeResource, TokenizeResource
 from runtime import accept, shutdown
 from runtime.request_pool import get_pool
+from runtime.lora_registry import lora_registry
 from runtime.state import WorkerState
 
 
@@ -58,6 +61,10 @@ def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddlewa
     app.add_route("/inference/v1/generate", GenerateResource(state))
     # Dev-mode and LoRA routes (utility calls to the engines), each behind its vLLM switch.
     register_admin_routes(app, state, config)
+    if config.lora_modules:
+        registry = lora_registry(config)
+        state.engines_ready_hooks.append(
+            lambda: gevent.spawn(load_static_modules, state, registry))
 
     offload = OffloadMiddleware(
         app,

@@ -33,24 +33,9 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
-    REQUEST_THREADS_CAP,
-    Setting,
-    boolean,
-    settings_table,
-    with_table,
-    capped_threads,
-    choice,
-    fingerprint,
-    generation_config,
-    json_object,
-    json_strings,
-    names,
-    niceness,
-    non_negative_float,
-    non_negative_int,
-    positive_float,
-    positive_int,
-    setting,
+    REQUEST_THREADS_CAP, Setting, boolean, capped_threads, choice, fingerprint, generation_config,
+    json_object, json_strings, lora_module_list, names, niceness, non_negative_float,
+    non_negative_int, positive_float, positive_int, setting, settings_table, with_table,
 )
 
 #: 0.5 ms bounds the hub's lateness while pool threads run Python (jinja2) at a ~10% cost to
@@ -212,6 +197,9 @@ class Config:
     enable_server_load_tracking: bool = setting(
         ("GREENFRONT_ENABLE_SERVER_LOAD_TRACKING",), boolean, False, "`/load` counts completions "
         "and chat requests in flight, as vLLM (`--enable-server-load-tracking`); else engine ones")
+    lora_modules: tuple = setting(
+        ("GREENFRONT_LORA_MODULES",), lora_module_list, (), "LoRA adapters loaded at start-up "
+        "(`--lora-modules`): a JSON list of `{name, path, base_model_name?}`", shown="none")
     stream_interval: int = setting(
         ("GREENFRONT_STREAM_INTERVAL",), positive_int, 1, "output tokens a stream batches per "
         "chunk (`--stream-interval`); a request's `stream_interval` can only raise it")

@@ -114,6 +114,29 @@ def json_strings(raw: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def lora_module_list(raw: str) -> tuple[tuple[str, str, str | None, bool], ...]:
+    """A JSON list of vLLM's LoRAModulePath objects (``name``, ``path``, optional
+    ``base_model_name`` and ``is_3d_lora_weight``), as (name, path, base, is_3d) tuples."""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(value, list):
+        raise ValueError("must be a JSON list of LoRA modules")
+    modules = []
+    for item in value:
+        if not (isinstance(item, dict) and isinstance(item.get("name"), str) and item["name"]
+                and isinstance(item.get("path"), str) and item["path"]
+                and isinstance(item.get("base_model_name"), (str, type(None)))
+                and isinstance(item.get("is_3d_lora_weight", False), bool)
+                and set(item) <= {"name", "path", "base_model_name", "is_3d_lora_weight"}):
+            raise ValueError(f"not a LoRA module (name, path, base_model_name, "
+                             f"is_3d_lora_weight): {item!r}")
+        modules.append((item["name"], item["path"], item.get("base_model_name"),
+                        item.get("is_3d_lora_weight", False)))
+    return tuple(modules)
+
+
 # -- declarations --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Setting:

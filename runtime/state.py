@@ -36,6 +36,8 @@ class WorkerState:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.pid: int | None = None
+        #: HTTP hub: called once every engine registered (app.py adds ``--lora-modules``' load).
+        self.engines_ready_hooks: list[Callable[[], None]] = []
         #: HTTP hub: completions and chat requests in flight (``middleware.load_tracking``).
         self.tracked_requests = 0
         self.model = None
@@ -102,7 +104,7 @@ class WorkerState:
                 reasoning_parser=cfg.reasoning_parser, vocab=self.tokenizer.hf.get_vocab(True))
         except ParserSetupError as exc:  # vLLM refuses to start the same way
             log.error("cannot start: %s", exc)
-            _halt_server()
+            halt_server()
 
     def wait_for_engines(self, heartbeat: Callable[[], None]) -> None:
         """Before the worker accepts connections: wait (bounded by ``accept_wait``) for the
@@ -150,6 +152,8 @@ class WorkerState:
             self.metrics.start(dict(self.client.registrations), self.client.max_model_len)
         except Exception:  # metrics must never keep the worker from serving
             log.exception("could not set up the vLLM metric families")
+        for hook in self.engines_ready_hooks:
+            hook()
 
     def _watch_registration(self) -> None:
         """HTTP hub: halt the server when the engines do not register in time (as vLLM does)."""
@@ -158,7 +162,7 @@ class WorkerState:
             return
         log.error("the engines did not register within %g s; raise VLLM_ENGINE_READY_TIMEOUT_S "
                   "(or GREENFRONT_ENGINE_READY_TIMEOUT) if they need longer to start", timeout)
-        _halt_server()
+        halt_server()
 
     def _on_engine_dead(self, reason: str) -> None:
         """HTTP hub, after every in-flight request was failed: vLLM's frontends stop serving
@@ -232,6 +236,6 @@ def server_template_kwargs(cfg) -> dict:
 WORKER_BOOT_ERROR = 3
 
 
-def _halt_server() -> None:
+def halt_server() -> None:
     logging.shutdown()
     os._exit(WORKER_BOOT_ERROR)

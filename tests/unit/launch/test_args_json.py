@@ -72,3 +72,19 @@ def test_http_options_become_settings():
     assert settings["GREENFRONT_ENABLE_REQUEST_ID_HEADERS"] == "1"
     assert settings["GREENFRONT_SSL_KEYFILE"] == "k.pem"
     assert settings["GREENFRONT_SHUTDOWN_TIMEOUT"] == "30"
+
+
+def test_lora_modules_become_the_setting_in_both_of_vllms_forms():
+    from config import Config
+    args = {"model_tag": "/m", "lora_modules": [
+        {"name": "sql", "path": "/a/sql", "base_model_name": None, "is_3d_lora_weight": False}]}
+    settings = settings_from_args_json(json.dumps(args))
+    assert Config.from_env(settings).lora_modules == (("sql", "/a/sql", None, False),)
+    # greenfront serve's command line: name=path items or JSON objects, as vLLM parses them
+    from launch.args_json import HONOURED
+    convert = HONOURED["lora_modules"][1]
+    text = convert(["a=/p/a", '{"name": "b", "path": "/p/b", "base_model_name": "m"}'])
+    assert Config.from_env({"GREENFRONT_LORA_MODULES": text}).lora_modules == (
+        ("a", "/p/a", None, False), ("b", "/p/b", "m", False))
+    with pytest.raises(UnsupportedOptions):
+        settings_from_args_json(json.dumps({"model_tag": "/m", "lora_modules": [{"name": "x"}]}))
