@@ -14,7 +14,7 @@ from typing import Any, Protocol, Sequence
 
 from engine.admission import Group
 from engine.client import EngineClient
-from engine.protocol import EngineCoreRequest
+from engine.protocol import EngineCoreRequest, SamplingParams
 from engine.stream import RequestStream, Waker
 from errors import ApiError
 from runtime.cancellation import Cancellation
@@ -25,7 +25,7 @@ class PreparedChoice(Protocol):
 
     external_req_id: str
     prompt_token_ids: list[int]
-    sampling_params: Any
+    sampling_params: SamplingParams
 
 
 class Prepared(Protocol):
