@@ -145,6 +145,7 @@ class SamplingRequest(msgspec.Struct, kw_only=True):
     structured_outputs: dict[str, Any] | None
     priority: int
     request_id: str | None
+    session_id: str | None
     return_tokens_as_token_ids: bool | None
     return_token_ids: bool | None
     cache_salt: str | None
