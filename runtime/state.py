@@ -171,7 +171,7 @@ class WorkerState:
             log.error("stopping: the engine core died (%s); VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1 "
                       "keeps the server up", reason)
             # Let the error responses that were just written reach their clients first.
-            gevent.spawn_later(0.5, _halt_server)
+            gevent.spawn_later(0.5, halt_server)
 
     def stop(self) -> None:
         """Non-blocking shutdown: engine thread and pool are told to end, not waited for."""
