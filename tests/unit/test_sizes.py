@@ -28,7 +28,6 @@ OVER = {
     ("config.py", ""): 510,
     ("engine/sim/engine.py", ""): 457,
     ("bench/__main__.py", "_parse"): 67,
-    ("resources/chat/tool_choice.py", "scan_required"): 76,
     ("text/make_default_model.py", "build"): 64,
     ("tests/unit/engine/test_registry_threads.py",
      "test_counts_and_streams_are_exact_under_concurrent_submit_and_abort"): 63,
