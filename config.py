@@ -24,33 +24,18 @@ Runs on: import time of the gunicorn master (gunicorn.conf.py) and of each worke
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
+import socket
 import sys
 import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-import settings
 from settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
-    REQUEST_THREADS_CAP,
-    WORKERS_CAP,
-    Setting,
-    boolean,
-    capped_threads,
-    choice,
-    default_worker_count,
-    fingerprint,
-    generation_config,
-    json_object,
-    json_strings,
-    names,
-    niceness,
-    non_negative_float,
-    non_negative_int,
-    positive_float,
-    positive_int,
-    reachable_host,
-    setting,
+    REQUEST_THREADS_CAP, Setting, boolean, capped_threads, choice, fingerprint, generation_config,
+    json_object, json_strings, lora_module_list, names, niceness, non_negative_float,
+    non_negative_int, positive_float, positive_int, setting, settings_table, with_table,
 )
 
 #: 0.5 ms bounds the hub's lateness while pool threads run Python (jinja2) at a ~10% cost to
@@ -60,8 +45,53 @@ SWITCH_INTERVAL_DEFAULT = 0.0005
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
 README = os.path.join(HERE, "README.md")
-TABLE_BEGIN = "<!-- settings table: generated from config.py by `python -m config --readme` -->"
-TABLE_END = "<!-- end of settings table -->"
+
+
+#: Most workers the default picks: measured only up to 2 CPUs; the relay (engine.relay) sends
+#: each engine step to every worker, so its work grows with their number.
+WORKERS_CAP = 16
+#: Memory to allow per worker when picking the default: ~75-100 MB private per worker after a
+#: warm-up of 82k-token prompts (the tokenizers, ~260 MB, are shared from the master), with room
+#: for request bodies in flight.
+WORKER_MEMORY_BYTES = 256 << 20
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: its affinity, lowered by a cgroup v2 CPU quota."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, -(-int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cpus)
+
+
+def available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo in bytes, or None where there is none."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def default_worker_count() -> int:
+    """One worker per usable CPU (README: Workers, how this was measured), at most
+    ``WORKERS_CAP``, and no more than half the available memory holds."""
+    workers = min(usable_cpus(), WORKERS_CAP)
+    memory = available_memory()
+    if memory is not None:
+        workers = min(workers, max(1, memory // 2 // WORKER_MEMORY_BYTES))
+    return workers
 
 
 @dataclass(frozen=True)
@@ -155,6 +185,24 @@ class Config:
     max_logprobs: int = setting(
         ("GREENFRONT_MAX_LOGPROBS",), int, 20, "largest `logprobs` a request may ask for "
         "(`--max-logprobs`; -1: the vocabulary size)")
+    max_num_queued_reqs: int | None = setting(
+        ("GREENFRONT_MAX_NUM_QUEUED_REQS",), non_negative_int, None, "most engine requests in "
+        "flight in the deployment, `n` counting `n` (`--max-num-queued-reqs`); more: 503")
+    max_num_queued_tokens: int | None = setting(
+        ("GREENFRONT_MAX_NUM_QUEUED_TOKENS",), non_negative_int, None, "prompt tokens awaiting "
+        "a first output in the deployment that refuse new requests (`--max-num-queued-tokens`)")
+    root_path: str = setting(
+        ("GREENFRONT_ROOT_PATH",), str, "", "path prefix a proxy forwards (`--root-path`): "
+        "`<prefix>/v1/...` is served as `/v1/...`; `/openapi.json` names it as its server")
+    enable_server_load_tracking: bool = setting(
+        ("GREENFRONT_ENABLE_SERVER_LOAD_TRACKING",), boolean, False, "`/load` counts completions "
+        "and chat requests in flight, as vLLM (`--enable-server-load-tracking`); else engine ones")
+    lora_modules: tuple = setting(
+        ("GREENFRONT_LORA_MODULES",), lora_module_list, (), "LoRA adapters loaded at start-up "
+        "(`--lora-modules`): a JSON list of `{name, path, base_model_name?}`", shown="none")
+    stream_interval: int = setting(
+        ("GREENFRONT_STREAM_INTERVAL",), positive_int, 1, "output tokens a stream batches per "
+        "chunk (`--stream-interval`); a request's `stream_interval` can only raise it")
     max_n: int = setting(
         ("VLLM_MAX_N_SEQUENCES",), positive_int, 16384, "largest `n` a request may ask for")
     max_completion_prompts: int = setting(
@@ -437,8 +485,20 @@ class Config:
 
 
 def readme_with_table(text: str) -> str:
-    """``text`` (the README) with the settings table made from ``Config``'s declarations."""
-    return settings.readme_with_table(text, TABLE_BEGIN, TABLE_END, Config.settings())
+    """``text`` (the README) with the settings table made from the declarations."""
+    return with_table(text, settings_table(decl for _, decl in Config.settings()))
+
+
+@functools.cache
+def reachable_host() -> str:
+    """An address of this host that other hosts can connect to: the one its default route
+    leaves from (connecting a UDP socket sends nothing), else what the host name resolves to."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+            return probe.getsockname()[0]
+        except OSError:
+            return socket.gethostbyname(socket.gethostname())
 
 
 if __name__ == "__main__":

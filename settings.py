@@ -2,20 +2,15 @@
 
 ``Setting`` is one setting's declaration; ``setting(...)`` makes a ``Config`` field carrying one.
 The parsers turn an environment value into a typed one and raise ``ValueError`` for text that is
-not a valid value (``Setting.read`` then logs it and keeps the default). Also here: what the host
-offers (usable CPUs, available memory: the default worker count; an address other hosts reach)
-and the README table made from the declarations.
+not a valid value (``Setting.read`` then logs it and keeps the default).
 
 Runs on: import time, wherever ``config`` is imported.
 """
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import logging
-import os
-import socket
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
@@ -119,6 +114,29 @@ def json_strings(raw: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def lora_module_list(raw: str) -> tuple[tuple[str, str, str | None, bool], ...]:
+    """A JSON list of vLLM's LoRAModulePath objects (``name``, ``path``, optional
+    ``base_model_name`` and ``is_3d_lora_weight``), as (name, path, base, is_3d) tuples."""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(value, list):
+        raise ValueError("must be a JSON list of LoRA modules")
+    modules = []
+    for item in value:
+        if not (isinstance(item, dict) and isinstance(item.get("name"), str) and item["name"]
+                and isinstance(item.get("path"), str) and item["path"]
+                and isinstance(item.get("base_model_name"), (str, type(None)))
+                and isinstance(item.get("is_3d_lora_weight", False), bool)
+                and set(item) <= {"name", "path", "base_model_name", "is_3d_lora_weight"}):
+            raise ValueError(f"not a LoRA module (name, path, base_model_name, "
+                             f"is_3d_lora_weight): {item!r}")
+        modules.append((item["name"], item["path"], item.get("base_model_name"),
+                        item.get("is_3d_lora_weight", False)))
+    return tuple(modules)
+
+
 # -- declarations --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Setting:
@@ -164,71 +182,14 @@ def setting(env: tuple[str, ...], parse: Callable[[str], Any], default: Any, doc
     return dataclasses.field(default=default, metadata={"setting": decl})
 
 
-# -- what the host offers (computed defaults, engine addresses) -------------------------------
-#: Most workers the default picks: measured only up to 2 CPUs; the relay (engine.relay) sends
-#: each engine step to every worker, so its work grows with their number.
-WORKERS_CAP = 16
-#: Memory to allow per worker when picking the default: ~75-100 MB private per worker after a
-#: warm-up of 82k-token prompts (the tokenizers, ~260 MB, are shared from the master), with room
-#: for request bodies in flight.
-WORKER_MEMORY_BYTES = 256 << 20
+TABLE_BEGIN = "<!-- settings table: generated from config.py by `python -m config --readme` -->"
+TABLE_END = "<!-- end of settings table -->"
 
 
-def usable_cpus() -> int:
-    """CPUs this process may run on: its affinity, lowered by a cgroup v2 CPU quota."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    try:
-        with open("/sys/fs/cgroup/cpu.max") as f:
-            quota, period = f.read().split()[:2]
-        if quota != "max":
-            cpus = min(cpus, max(1, -(-int(quota) // int(period))))
-    except (OSError, ValueError):
-        pass
-    return max(1, cpus)
-
-
-def available_memory() -> int | None:
-    """MemAvailable from /proc/meminfo in bytes, or None where there is none."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def default_worker_count() -> int:
-    """One worker per usable CPU (README: Workers, how this was measured), at most
-    ``WORKERS_CAP``, and no more than half the available memory holds."""
-    workers = min(usable_cpus(), WORKERS_CAP)
-    memory = available_memory()
-    if memory is not None:
-        workers = min(workers, max(1, memory // 2 // WORKER_MEMORY_BYTES))
-    return workers
-
-
-@functools.cache
-def reachable_host() -> str:
-    """An address of this host that other hosts can connect to: the one its default route
-    leaves from (connecting a UDP socket sends nothing), else what the host name resolves to."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(("10.255.255.255", 1))
-            return probe.getsockname()[0]
-        except OSError:
-            return socket.gethostbyname(socket.gethostname())
-
-
-# -- the README's table ----------------------------------------------------------------------
-def settings_table(declared: Iterable[tuple[str, Setting]]) -> str:
-    """The README's settings table, made from the declarations."""
+def settings_table(declarations: Iterable[Setting]) -> str:
+    """The README's settings table: one row per declaration."""
     rows = ["| variable | default | meaning |", "|---|---|---|"]
-    for _, decl in declared:
+    for decl in declarations:
         variable = f"`{decl.env[0]}`"
         if len(decl.env) > 1:
             variable += " (fallback " + ", ".join(f"`{e}`" for e in decl.env[1:]) + ")"
@@ -236,11 +197,10 @@ def settings_table(declared: Iterable[tuple[str, Setting]]) -> str:
     return "\n".join(rows)
 
 
-def readme_with_table(text: str, begin_marker: str, end_marker: str,
-                      declared: Iterable[tuple[str, Setting]]) -> str:
-    """``text`` (the README) with the generated table between its markers."""
-    head, begin, rest = text.partition(begin_marker)
-    _, end, tail = rest.partition(end_marker)
+def with_table(text: str, table: str) -> str:
+    """``text`` (the README) with ``table`` between its settings-table markers."""
+    head, begin, rest = text.partition(TABLE_BEGIN)
+    _, end, tail = rest.partition(TABLE_END)
     if not begin or not end:
         raise ValueError("README.md has no settings-table markers")
-    return f"{head}{begin_marker}\n{settings_table(declared)}\n{end_marker}{tail}"
+    return f"{head}{TABLE_BEGIN}\n{table}\n{TABLE_END}{tail}"

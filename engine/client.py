@@ -32,16 +32,15 @@ import gevent.event
 import msgspec
 
 from engine import protocol, shared_registrations
-from engine.protocol import identity_for_rank
-from engine.io_thread import EngineThread
+from engine.admission import Admission, Group
 from engine.liveness import Liveness
 from engine.registry import RequestRegistry
 from engine.request_stats import RequestTiming
 from engine.stream import RequestStream, Waker
 from engine.transport import Transport
-from engine.utility_calls import PendingCalls
 from errors import (ApiError, EngineDead, EngineStalled, EngineUnavailable, InvalidRequest,
                     ServerError)
+from engine.io_thread import EngineThread
 from handoff import HubInbox, run_each
 
 log = logging.getLogger("greenfront.engine")
@@ -79,7 +78,9 @@ class EngineClient:
                  on_ready: Callable[[], None] | None = None,
                  observer: Any = None,
                  stall_timeout: float = 0.0,
-                 worker_slot: int = 0, worker_count: int = 1) -> None:
+                 worker_slot: int = 0, worker_count: int = 1,
+                 admission: Admission | None = None,
+                 on_rejected: Callable[[str], None] | None = None) -> None:
         self.client_index = client_index
         self._slot = worker_slot
         self._workers = worker_count
@@ -104,11 +105,13 @@ class EngineClient:
         self.max_model_len: int | None = None
         #: Set by ``abort_all`` (the worker is shutting down): no new request is sent.
         self.closed_error: ApiError | None = None
-        self._registry = RequestRegistry(self.ranks)
+        # Queue limits (``engine.admission``, checked in ``_add``); on_rejected(reason): the hub.
+        self._admission, self._on_rejected = admission, on_rejected
+        self._registry = RequestRegistry(self.ranks, admission and admission.publish)
         self._liveness = Liveness(self.ranks, stall_timeout, time.monotonic())
         self._pings: dict[int, int] = {}  # ping call id -> rank
         self._ping_ids = itertools.count(_PING_CALL_IDS)
-        self._utility_calls = PendingCalls()
+        self._utility_calls: dict[int, gevent.event.AsyncResult] = {}
         self._call_ids = itertools.count(1)
         self._ready_event: gevent.event.Event | None = None
         self._thread: EngineThread | None = None
@@ -120,8 +123,9 @@ class EngineClient:
         """Start the engine-I/O thread and bind the sockets; returns once they are bound."""
         self._hub_inbox = HubInbox(run_each)
         self._ready_event = gevent.event.Event()
-        for rank, registration in shared_registrations.load(self._registration_dir, self.ranks):
-            self._register(rank, registration)
+        if self._registration_dir:
+            for rank, registration in shared_registrations.load(self._registration_dir, self.ranks):
+                self._register(rank, registration)
         self._thread = EngineThread(self._start_transport)
         self._thread.start()
         if self._transport is None:
@@ -202,11 +206,13 @@ class EngineClient:
         # The last two hex digits name this worker (engine.protocol.split routes by them).
         return f"{external_id}-{_suffixes.getrandbits(24):06x}{self._slot:02x}"
 
-    def submit(self, request: Any, waker: Waker, rank: int | None = None) -> RequestStream:
+    def submit(self, request: Any, waker: Waker, rank: int | None = None,
+               group: Group | None = None) -> RequestStream:
         """Send one ``EngineCoreRequest``; its outputs will arrive on the returned stream.
 
-        Here (the caller's thread) only checks and encodes; the engine-I/O thread chooses the
-        rank (least loaded, or the pinned one), registers the stream and sends."""
+        Here (the caller's thread) only checks and encodes; the engine-I/O thread applies the
+        queue limits to ``group`` (the HTTP request's engine requests), chooses the rank (least
+        loaded, or the pinned one), registers the stream and sends."""
         requested = rank if rank is not None else request.data_parallel_rank
         if requested is not None and requested not in self.ranks:
             raise InvalidRequest(
@@ -216,11 +222,12 @@ class EngineClient:
         self.check_available(requested)
         request.current_wave = self.current_wave
         stream = RequestStream(request.request_id, -1, waker, self.abort)
+        stream.prefill_tokens = len(request.prompt_token_ids or ())
         if self._observer is not None:
             lora = request.lora_request
             stream.timing = RequestTiming(request.arrival_time, lora.lora_name if lora else None)
         frames = protocol.encode_add(b"", request)
-        self._call_engine(lambda: self._add(stream, frames, requested))
+        self._call_engine(lambda: self._add(stream, frames, requested, group))
         return stream
 
     def abort(self, request_ids: list[str]) -> None:
@@ -243,7 +250,7 @@ class EngineClient:
         for stream in streams:
             by_rank.setdefault(stream.engine_rank, []).append(stream.request_id)
         for rank, ids in by_rank.items():
-            self._transport.post(protocol.encode_abort(identity_for_rank(rank), ids))
+            self._transport.post(protocol.encode_abort(_identity(rank), ids))
         error = self.closed_error
         self._to_hub(lambda: _fail(streams, error))
 
@@ -255,8 +262,9 @@ class EngineClient:
         rank = self.ranks[0] if rank is None else rank
         self.check_available(rank)
         call_id = next(self._call_ids) * self._workers + self._slot
-        result = self._utility_calls.open(call_id)
-        frames = protocol.encode_utility(identity_for_rank(rank), self.client_index, call_id, method,
+        result = gevent.event.AsyncResult()
+        self._utility_calls[call_id] = result
+        frames = protocol.encode_utility(_identity(rank), self.client_index, call_id, method,
                                          list(args))
         unbounded = timeout is None
 
@@ -270,7 +278,7 @@ class EngineClient:
         except gevent.Timeout:
             raise ServerError(f"The engine did not answer `{method}` within {timeout:g} s.")
         finally:
-            self._utility_calls.close(call_id)
+            self._utility_calls.pop(call_id, None)
             if unbounded and self._thread is not None:
                 self._call_engine(lambda: self._liveness.suspend(rank, -1))
 
@@ -286,12 +294,15 @@ class EngineClient:
         thread.call(fn)
 
     # -- engine-I/O thread: requests --------------------------------------------------------
-    def _add(self, stream: RequestStream, frames: list, requested: int | None) -> None:
+    def _add(self, stream: RequestStream, frames: list, requested: int | None,
+             group: Group | None = None) -> None:
         registry = self._registry
         error = (EngineDead(f"The engine core is dead: {self.dead_reason}.")
                  if self.dead_reason is not None else
                  copy.copy(self.closed_error) if self.closed_error is not None else
                  self._refusal(requested))
+        if error is None and group is not None and self._admission is not None:
+            error = self._admitted(group)
         rank = requested if requested is not None else registry.choose(self._liveness.stalled)
         if error is not None or rank is None:
             failure = error or EngineUnavailable("No engine can take the request.")
@@ -299,7 +310,7 @@ class EngineClient:
             return
         if registry.add(stream, rank):
             self._liveness.became_busy(rank, time.monotonic())
-        frames[0] = identity_for_rank(rank)
+        frames[0] = _identity(rank)
         rid = stream.request_id
         self._transport.post(frames, lambda error: self._on_add_failed(rid, error))
         if self._coordinator_address and not self.engines_running:
@@ -307,7 +318,15 @@ class EngineClient:
             # wave on every engine (docs/engine-protocol.md §7.2.4); the 2-byte identity as bin means "wake everyone".
             self.engines_running = True
             self._transport.post_coordinator(
-                msgspec.msgpack.encode([identity_for_rank(rank), self.current_wave]))
+                msgspec.msgpack.encode([_identity(rank), self.current_wave]))
+
+    def _admitted(self, group: Group) -> ApiError | None:
+        """The queue limits' verdict on ``group`` (decided by its first request)."""
+        fresh, registry, hook = not group.decided, self._registry, self._on_rejected
+        rejection = self._admission.verdict(group, registry.in_flight, registry.prefill_tokens)
+        if rejection is not None and fresh and hook is not None:
+            self._to_hub(lambda: hook(rejection.reason))
+        return copy.copy(rejection) if rejection is not None else None
 
     def _abort(self, request_ids: list[str]) -> None:
         by_rank: dict[int, list[str]] = {}
@@ -316,7 +335,7 @@ class EngineClient:
             if stream is not None:
                 by_rank.setdefault(stream.engine_rank, []).append(rid)
         for rank, ids in by_rank.items():
-            self._transport.post(protocol.encode_abort(identity_for_rank(rank), ids))
+            self._transport.post(protocol.encode_abort(_identity(rank), ids))
 
     def _on_add_failed(self, request_id: str, error: Exception) -> None:
         stream = self._registry.pop(request_id)
@@ -336,6 +355,8 @@ class EngineClient:
             if stream is None:
                 continue  # aborted, or a previous worker's request
             batch.append((stream, output, aux))
+            if stream.prefill_tokens:
+                registry.prefilled(stream)
             if output.finish_reason is not None:
                 registry.pop(rid)
         if self._observer is not None:
@@ -346,7 +367,7 @@ class EngineClient:
             self._to_hub(lambda: _deliver(batch, version))
         utility = outputs.utility_output
         if utility is not None and self._pings.pop(utility.call_id, None) is None:
-            self._to_hub(lambda: self._utility_calls.finish(utility))
+            self._to_hub(lambda: self._finish_utility(utility))
 
     def _heard(self, rank: int) -> None:
         if self._liveness.heard(rank, time.monotonic()):
@@ -365,7 +386,7 @@ class EngineClient:
                 call_id = next(self._ping_ids)
                 self._pings[call_id] = rank
                 self._transport.post(protocol.encode_utility(
-                    identity_for_rank(rank), self.client_index, call_id, PING_METHOD, []))
+                    _identity(rank), self.client_index, call_id, PING_METHOD, []))
             for rank in stalled:
                 self._on_stalled(rank)
 
@@ -377,10 +398,19 @@ class EngineClient:
         if not streams:
             return
         # Queued in the socket: a stopped engine that resumes drops the work nobody waits for.
-        self._transport.post(protocol.encode_abort(identity_for_rank(rank),
+        self._transport.post(protocol.encode_abort(_identity(rank),
                                                    [s.request_id for s in streams]))
         error = self._refusal(rank) or EngineStalled(f"Engine {rank} is stalled.")
         self._to_hub(lambda: _fail(streams, error))
+
+    def _finish_utility(self, utility: Any) -> None:
+        call = self._utility_calls.get(utility.call_id)
+        if call is None:
+            return
+        if utility.failure_message is not None:
+            call.set_exception(ServerError(utility.failure_message))
+        else:
+            call.set(utility.result[1] if utility.result else None)
 
     def _on_registration(self, rank: int, payload: bytes) -> None:
         try:
@@ -389,7 +419,8 @@ class EngineClient:
             log.exception("undecodable registration from engine %d", rank)
             return
         self._heard(rank)
-        shared_registrations.save(self._registration_dir, rank, payload)
+        if self._registration_dir:
+            shared_registrations.save(self._registration_dir, rank, payload)
         self._to_hub(lambda: self._register(rank, registration))
 
     def _register(self, rank: int, registration: Any) -> None:
@@ -432,12 +463,19 @@ class EngineClient:
     # -- HTTP hub ---------------------------------------------------------------------------
     def _fail_all(self, streams: list[RequestStream], error: ApiError) -> None:
         _fail(streams, error)
-        self._utility_calls.fail_all(error)
+        for call in list(self._utility_calls.values()):
+            call.set_exception(error)
         if self._on_dead_hook is not None:
             self._on_dead_hook(self.dead_reason or "")
 
     def _to_hub(self, fn: Callable[[], None]) -> None:
         self._hub_inbox.post(fn)
+
+    # -- registrations shared between worker processes ---------------------------------------
+
+
+def _identity(rank: int) -> bytes:
+    return rank.to_bytes(2, "little")
 
 
 def _deliver(batch: list, weight_version: str | None = None) -> None:

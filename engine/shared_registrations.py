@@ -1,18 +1,15 @@
-"""Engine registrations shared between the worker processes of one deployment.
+"""Engine registrations shared between a deployment's workers, as files in its run directory.
 
-An engine registers once per connection, so a worker that restarts would never hear its
-engines' ready messages again: each worker writes every registration it receives into the
-deployment's run directory (``registration-<rank>.msgpack``, replaced atomically), and a
-starting worker reads the ones already there.
+The engines register once per socket; a worker that restarts reads what its predecessor saved
+(``registration-<rank>.msgpack``), so it knows the engines without a new handshake.
 
-Runs on: the engine-I/O thread (``save``) and the HTTP hub at client start (``load``).
+Runs on: the engine-I/O thread (save, on registration) and the HTTP hub (load, at start).
 """
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Iterator
 
 from engine import protocol
 
@@ -24,9 +21,7 @@ def _path(directory: str, rank: int) -> str:
 
 
 def save(directory: str, rank: int, payload: bytes) -> None:
-    """Share engine ``rank``'s registration (nothing when ``directory`` is "")."""
-    if not directory:
-        return
+    """Write engine ``rank``'s registration atomically (a reader never sees half of it)."""
     path = _path(directory, rank)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
@@ -37,19 +32,14 @@ def save(directory: str, rank: int, payload: bytes) -> None:
         log.warning("could not share engine %d's registration at %s", rank, path)
 
 
-def load(directory: str, ranks: Iterable[int]) -> Iterator[tuple[int, Any]]:
-    """(rank, registration) of every shared registration of ``ranks`` (unreadable ones logged
-    and skipped)."""
-    if not directory:
-        return
+def load(directory: str, ranks: list[int]) -> Iterator[tuple[int, Any]]:
+    """(rank, registration) of every rank whose registration was saved and reads."""
     for rank in ranks:
         path = _path(directory, rank)
         try:
             with open(path, "rb") as f:
-                registration = protocol.decode_registration(f.read())
+                yield rank, protocol.decode_registration(f.read())
         except FileNotFoundError:
             continue
         except Exception:
             log.exception("ignoring unreadable %s", path)
-            continue
-        yield rank, registration

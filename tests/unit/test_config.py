@@ -6,7 +6,6 @@ import logging
 import pytest
 
 import config
-import settings
 from config import README, REQUEST_THREADS_CAP, Config, readme_with_table
 
 
@@ -123,6 +122,6 @@ def test_structured_outputs_backend_and_template_kwargs(caplog):
     (3, None, 3),          # no /proc/meminfo
 ])
 def test_default_worker_count_follows_cpus_then_memory(monkeypatch, cpus, memory, workers):
-    monkeypatch.setattr(settings, "usable_cpus", lambda: cpus)
-    monkeypatch.setattr(settings, "available_memory", lambda: memory)
-    assert settings.default_worker_count() == workers
+    monkeypatch.setattr(config, "usable_cpus", lambda: cpus)
+    monkeypatch.setattr(config, "available_memory", lambda: memory)
+    assert config.default_worker_count() == workers
