@@ -1,8 +1,8 @@
 """The one place that reads environment variables: a frozen ``Config`` built once.
 
-Every setting is declared once, as a field of ``Config`` made by ``setting(...)``: its environment
-names (the first wins; later ones are fallbacks, e.g. vLLM's or vllm-rs's names), the parser, the
-default and a one-line description. From these declarations come ``Config.from_env``, the
+Every setting is declared once, as a field of ``Config`` made by ``settings.setting(...)``: its
+environment names (the first wins; later ones are fallbacks, e.g. vLLM's or vllm-rs's names), the
+parser, the default and a one-line description. From these declarations come ``Config.from_env``, the
 README's settings table (``python -m config --readme`` rewrites it; ``tests/unit/test_config.py``
 fails when it is stale) and the redacted config that ``GET /server_info`` reports.
 
@@ -25,21 +25,34 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
-import logging
 import os
 import socket
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
-log = logging.getLogger("greenfront.config")
+from settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
+    REQUEST_THREADS_CAP,
+    Setting,
+    boolean,
+    capped_threads,
+    choice,
+    fingerprint,
+    generation_config,
+    json_object,
+    json_strings,
+    names,
+    niceness,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    setting,
+)
 
-#: PERF: more pool threads than cores doubles the /health tail (docs/architecture.md, "Pool size").
-REQUEST_THREADS_CAP = 32
 #: 0.5 ms bounds the hub's lateness while pool threads run Python (jinja2) at a ~10% cost to
-#: that work (docs/architecture.md, "The GIL switch interval").
+#: that work (docs/architecture.md §5.1).
 SWITCH_INTERVAL_DEFAULT = 0.0005
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,100 +60,6 @@ DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
 README = os.path.join(HERE, "README.md")
 TABLE_BEGIN = "<!-- settings table: generated from config.py by `python -m config --readme` -->"
 TABLE_END = "<!-- end of settings table -->"
-
-
-# -- parsers: str -> value, ValueError when the text is not a valid value ----------------------
-def positive_int(raw: str) -> int:
-    value = int(raw)
-    if value < 1:
-        raise ValueError("must be >= 1")
-    return value
-
-
-def non_negative_int(raw: str) -> int:
-    value = int(raw)
-    if value < 0:
-        raise ValueError("must be >= 0")
-    return value
-
-
-def non_negative_float(raw: str) -> float:
-    value = float(raw)
-    if not value >= 0:
-        raise ValueError("must be >= 0")
-    return value
-
-
-def positive_float(raw: str) -> float:
-    value = float(raw)
-    if not value > 0:
-        raise ValueError("must be > 0")
-    return value
-
-
-def niceness(raw: str) -> int:
-    value = int(raw)
-    if not 0 <= value <= 19:
-        raise ValueError("must be a niceness from 0 to 19")
-    return value
-
-
-def boolean(raw: str) -> bool:
-    lowered = raw.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise ValueError("must be 0/1/true/false")
-
-
-def choice(*allowed: str) -> Callable[[str], str]:
-    def parse(raw: str) -> str:
-        if raw not in allowed:
-            raise ValueError(f"must be one of {', '.join(allowed)}")
-        return raw
-    return parse
-
-
-def names(raw: str) -> tuple[str, ...]:
-    listed = tuple(n.strip() for n in raw.split(",") if n.strip())
-    if not listed:
-        raise ValueError("empty list")
-    return listed
-
-
-def capped_threads(raw: str) -> int:
-    return min(REQUEST_THREADS_CAP, positive_int(raw))
-
-
-def generation_config(raw: str) -> bool:
-    """``auto``: the model's generation_config.json gives sampling defaults; ``vllm``: not."""
-    return choice("auto", "vllm")(raw) == "auto"
-
-
-def fingerprint(raw: str) -> str | None:
-    return raw or None
-
-
-def json_object(raw: str) -> dict:
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ValueError("must be a JSON object")
-    return value
-
-
-def json_strings(raw: str) -> tuple[str, ...]:
-    """A JSON list of strings (``--allowed-origins '["https://a"]'``)."""
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON: {exc}") from None
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError("must be a JSON list of strings")
-    return tuple(value)
 
 
 #: Most workers the default picks: measured only up to 2 CPUs; the relay (engine.relay) sends
@@ -188,51 +107,6 @@ def default_worker_count() -> int:
     if memory is not None:
         workers = min(workers, max(1, memory // 2 // WORKER_MEMORY_BYTES))
     return workers
-
-
-# -- declarations --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Setting:
-    """One setting's declaration (kept in the metadata of its ``Config`` field)."""
-
-    env: tuple[str, ...]
-    parse: Callable[[str], Any]
-    default: Any
-    doc: str
-    shown: str | None = None
-    secret: bool = False
-    empty_is_value: bool = False
-
-    def read(self, env: Mapping[str, str]) -> Any:
-        """The first environment name that is set, parsed; the default when none is set or the
-        value does not parse (logged)."""
-        for name in self.env:
-            raw = env.get(name)
-            if raw is None or (raw == "" and not self.empty_is_value):
-                continue
-            try:
-                return self.parse(raw)
-            except ValueError as exc:
-                log.warning("ignoring %s=%r (%s); using %r", name, raw, exc, self.default)
-                return self.default
-        return self.default
-
-    def default_text(self) -> str:
-        if self.shown is not None:
-            return self.shown
-        value = self.default
-        if value is None or value == "" or value == ():
-            return "none"
-        if isinstance(value, bool):
-            return f"`{int(value)}`"
-        return f"`{value}`"
-
-
-def setting(env: tuple[str, ...], parse: Callable[[str], Any], default: Any, doc: str, *,
-            shown: str | None = None, secret: bool = False, empty_is_value: bool = False) -> Any:
-    """A ``Config`` field declared as a setting (see the module docstring)."""
-    decl = Setting(env, parse, default, doc, shown, secret, empty_is_value)
-    return dataclasses.field(default=default, metadata={"setting": decl})
 
 
 @dataclass(frozen=True)

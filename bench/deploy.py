@@ -7,8 +7,8 @@ built-in simulator with one configuration), ``VllmPeer`` (vLLM's Python or Rust 
 
 Pinning (``os.sched_setaffinity``, what ``taskset -c`` does): the frontend gets ``server_cpus``
 (both cores by default: the offload pool exists to use them), the simulator ``client_cpus`` with
-the load generator and the prober (core 1 by default), as in the seeds' experiment
-(gevent-physics.md §4: load generator, prober and engine on one core).
+the load generator and the prober (core 1 by default), as in the measurements of docs/architecture.md §5.4
+(docs/architecture.md §5.4: load generator, prober and engine on one core).
 
 Runs on: the benchmark orchestrator process.
 """

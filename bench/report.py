@@ -265,7 +265,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
 def _targets_table(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
-    out = ["### Targets (issue 4)", "", "| target | goal | measured | met |", "|---|---|---|---|"]
+    out = ["### Targets", "", "| target | goal | measured | met |", "|---|---|---|---|"]
     for t in rows:
         met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]
         out.append(f"| {t['target']} | {t['goal']} | {t['measured']} | {met} |")

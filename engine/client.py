@@ -1,7 +1,7 @@
 """The engine-core client: the one object request code uses to reach the engines.
 
 ``submit``/``abort``/``utility`` may be called from a pool thread or the HTTP hub; they only hand
-work to the engine-I/O thread. Outputs come back through ``runtime.handoff`` into the HTTP hub,
+work to the engine-I/O thread. Outputs come back through ``handoff`` into the HTTP hub,
 where each goes to its ``RequestStream``. Registration (the engines' ready messages) decides
 ``ready`` and ``max_model_len``; engine death (``ENGINE_CORE_DEAD`` or a dropped connection) fails
 every in-flight request and turns ``dead``; an engine silent too long (``engine.liveness``) fails
@@ -40,8 +40,8 @@ from engine.stream import RequestStream, Waker
 from engine.transport import Transport
 from errors import (ApiError, EngineDead, EngineStalled, EngineUnavailable, InvalidRequest,
                     ServerError)
-from runtime.engine_thread import EngineThread
-from runtime.handoff import HubInbox, run_each
+from engine.io_thread import EngineThread
+from handoff import HubInbox, run_each
 
 log = logging.getLogger("greenfront.engine")
 
@@ -94,7 +94,7 @@ class EngineClient:
         self._observer = observer
         self._coordinator_address = coordinator_address
         self.engine_start = engine_start
-        # DP coordinator view (§7.2): the current wave, and whether the engines are running one.
+        # DP coordinator view (docs/engine-protocol.md §7.2): the current wave, and whether the engines are running one.
         self.current_wave = 0
         self.engines_running = True
         self.registrations: dict[int, Any] = {}
@@ -303,7 +303,7 @@ class EngineClient:
         self._transport.post(frames, lambda error: self._on_add_failed(rid, error))
         if self._coordinator_address and not self.engines_running:
             # 0.32: the first request of an idle DP deployment tells the coordinator to start a
-            # wave on every engine (§7.2.4); the 2-byte identity as bin means "wake everyone".
+            # wave on every engine (docs/engine-protocol.md §7.2.4); the 2-byte identity as bin means "wake everyone".
             self.engines_running = True
             self._transport.post_coordinator(
                 msgspec.msgpack.encode([_identity(rank), self.current_wave]))

@@ -1,7 +1,7 @@
 """The frontend's side of the engine start-up handshake (HELLO → INIT → READY), as a process.
 
 In standalone mode greenfront owns the handshake ROUTER, as vLLM's own frontends do when they
-launch engines (engine-core-protocol.md §2): each engine (the built-in simulator, or
+launch engines (docs/engine-protocol.md §2): each engine (the built-in simulator, or
 ``vllm serve --headless`` engines on this or other hosts) connects, says HELLO, gets INIT with the
 input/output addresses of every gunicorn worker slot, registers on those sockets, then says
 READY. A separate process, started by the gunicorn master, so that the master stays free of ZMQ

@@ -46,7 +46,7 @@ log = logging.getLogger("greenfront.relay")
 
 def _socket(ctx: zmq.Context, kind: int) -> zmq.Socket:
     sock = ctx.socket(kind)
-    # NOTE: engine-core-protocol.md §1.2: unbounded queues, as vLLM's own sockets.
+    # NOTE: docs/engine-protocol.md §1.2: unbounded queues, as vLLM's own sockets.
     sock.setsockopt(zmq.SNDHWM, 0)
     sock.setsockopt(zmq.RCVHWM, 0)
     sock.setsockopt(zmq.LINGER, 0)

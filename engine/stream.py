@@ -1,7 +1,7 @@
 """Where an engine output lands in the HTTP hub: per-request streams and the waker they share.
 
 The engine-I/O thread demultiplexes each ``EngineCoreOutputs`` batch by request id and hands the
-pieces to the HTTP hub (``runtime.handoff``); there ``RequestStream.deliver`` queues the output and
+pieces to the HTTP hub (``handoff``); there ``RequestStream.deliver`` queues the output and
 wakes the one greenlet that writes that HTTP response. Several streams (n > 1, prompt lists) can
 share one ``Waker`` so a response waits on one event.
 

@@ -1,6 +1,6 @@
 """The engine sockets and their green loops, inside the engine-I/O thread.
 
-Owns the frontend side of the wire (engine-core-protocol.md §1.2): the input ROUTER (requests out,
+Owns the frontend side of the wire (docs/engine-protocol.md §1.2): the input ROUTER (requests out,
 registrations in), the output PULL (outputs in), and a monitor on the ROUTER that notices an
 engine's connection dropping. Decodes every output batch once and gives the pieces to the
 ``EngineClient``'s callbacks, which route them to the HTTP hub.
@@ -35,7 +35,7 @@ UNREACHABLE_RETRY_SECONDS = 5.0
 
 
 def endpoint_for_fd(fd: int) -> str:
-    """The ZMQ endpoint of an inherited listening socket (§1.4: derived with getsockname)."""
+    """The ZMQ endpoint of an inherited listening socket (docs/engine-protocol.md §1.4: derived with getsockname)."""
     sock = socket.socket(fileno=fd)
     try:
         family, name = sock.family, sock.getsockname()
@@ -56,7 +56,7 @@ class Transport:
         on_outputs(outputs, frames): a decoded ``EngineCoreOutputs`` batch arrived.
         on_dead(reason): the engine reported ENGINE_CORE_DEAD or its connection dropped.
         coordinator_address / on_coordinator(counts, wave, running): the DP coordinator's
-            front publisher, and what it says (engine-core-protocol.md §7.2).
+            front publisher, and what it says (docs/engine-protocol.md §7.2).
     """
 
     def __init__(self, *, input_address: str, output_address: str, io_threads: int,
@@ -73,7 +73,7 @@ class Transport:
         self.router = self.ctx.socket(zmq.ROUTER)
         self.pull = self.ctx.socket(zmq.PULL)
         for sock in (self.router, self.pull):
-            # NOTE: engine-core-protocol.md §1.2: vLLM runs unbounded queues; a default HWM of
+            # NOTE: docs/engine-protocol.md §1.2: vLLM runs unbounded queues; a default HWM of
             # 1000 can drop or block under load.
             sock.setsockopt(zmq.SNDHWM, 0)
             sock.setsockopt(zmq.RCVHWM, 0)

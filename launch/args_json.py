@@ -2,7 +2,7 @@
 
 ``vllm serve`` passes every option whose value differs from its parser default (engine options
 too) plus ``model_tag``, ``engine_ready_timeout_secs`` and ``http_timeout_keep_alive``
-(engine-core-protocol.md §6.3). Frontend options greenfront implements become ``GREENFRONT_*``
+(docs/engine-protocol.md §6.3). Frontend options greenfront implements become ``GREENFRONT_*``
 settings (read by config.py like any other); engine-only options are ignored; frontend options
 greenfront does not implement are refused together, in one message, as vllm-rs does.
 

@@ -1,7 +1,7 @@
 """``greenfront frontend …``: what ``vllm serve`` runs with ``VLLM_USE_RUST_FRONTEND=1``
 (and the command line of ``greenfront serve``, the standalone launcher: ``launch.serve``).
 
-Accepts exactly vLLM's frontend command line (engine-core-protocol.md §6.2), turns
+Accepts exactly vLLM's frontend command line (docs/engine-protocol.md §6.2), turns
 ``--args-json`` into greenfront settings, marks the inherited sockets inheritable and execs
 gunicorn with ``GREENFRONT_WORKERS`` gevent workers (the same default as standalone) bound to the
 inherited HTTP socket (``fd://N``). ``engine.relay`` owns the input/output listeners and serves
@@ -17,9 +17,9 @@ import argparse
 import os
 import sys
 
+from launch import serve
 from launch.args_json import UnsupportedOptions, settings_from_args_json
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from launch.gunicorn_exec import ROOT, absolute_paths, exec_gunicorn  # noqa: F401 (ROOT for tests)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,19 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
     frontend.add_argument("--grpc-listen-fd", type=int, default=None,
                           help="accepted; greenfront serves no gRPC")
     frontend.add_argument("--args-json", required=True)
-    from launch.serve import add_parser
-    add_parser(commands)
+    serve.add_parser(commands)
     return parser
 
 
 def launch_settings(ns: argparse.Namespace) -> dict[str, str]:
     """Every GREENFRONT_* setting of a launched frontend."""
     settings = settings_from_args_json(ns.args_json)
-    # gunicorn runs from the repository; paths given to vllm serve are relative to its own cwd.
-    for name in ("GREENFRONT_MODEL", "GREENFRONT_TOKENIZER", "GREENFRONT_CHAT_TEMPLATE"):
-        value = settings.get(name)
-        if value and os.path.exists(value):
-            settings[name] = os.path.abspath(value)
+    absolute_paths(settings)
     settings.update({
         "GREENFRONT_ENGINE": "launched",
         "GREENFRONT_BIND": f"fd://{ns.listen_fd}",
@@ -65,22 +60,10 @@ def launch_settings(ns: argparse.Namespace) -> dict[str, str]:
     return settings
 
 
-def exec_gunicorn(settings: dict[str, str]) -> None:
-    """Replace this process by gunicorn serving greenfront with ``settings`` over the
-    environment (the command line's settings win)."""
-    env = dict(os.environ)
-    env.update(settings)
-    os.chdir(ROOT)
-    args = [sys.executable, "-m", "gunicorn", "-c", os.path.join(ROOT, "gunicorn.conf.py"),
-            "app:api"]
-    os.execve(sys.executable, args, env)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     ns, extra = parser.parse_known_args(argv)
     if ns.command == "serve":
-        from launch import serve
         return serve.main(ns, extra)
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

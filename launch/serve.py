@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
 from launch.args_json import (HONOURED, NO_EFFECT, UNSUPPORTED, UnsupportedOptions, arg_kind,
                               settings_from_args_json)
+from launch.gunicorn_exec import absolute_paths, exec_gunicorn
 
 #: Options of ``greenfront serve`` that ``vllm serve`` does not have.
 OWN = ("engine", "handshake_address", "workers", "data_parallel_size")
@@ -90,10 +90,7 @@ def serve_settings(ns: argparse.Namespace, extra: list[str]) -> dict[str, str]:
     options = {k: v for k, v in vars(ns).items()
                if v is not None and k not in OWN + ("command", "host", "port")}
     settings = settings_from_args_json(json.dumps(options))
-    for name in ("GREENFRONT_MODEL", "GREENFRONT_TOKENIZER", "GREENFRONT_CHAT_TEMPLATE"):
-        value = settings.get(name)
-        if value and os.path.exists(value):
-            settings[name] = os.path.abspath(value)
+    absolute_paths(settings)
     host = ns.host if ns.host is not None else "0.0.0.0"
     settings["GREENFRONT_BIND"] = f"[{host}]:{ns.port}" if ":" in host else f"{host}:{ns.port}"
     for value, name in ((ns.engine, "GREENFRONT_ENGINE"),
@@ -107,8 +104,6 @@ def serve_settings(ns: argparse.Namespace, extra: list[str]) -> dict[str, str]:
 
 def main(ns: argparse.Namespace, extra: list[str]) -> int:
     """Validate, then exec gunicorn (returns only with exit code 2 on a refusal)."""
-    from launch.frontend import exec_gunicorn
-
     try:
         settings = serve_settings(ns, extra)
     except (ValueError, UnsupportedOptions) as exc:

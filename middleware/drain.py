@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from middleware.errors import http_parts
+from streaming.error_response import http_parts
 from runtime.shutdown import Drain
 
 #: Answered during the drain as at any time.

@@ -1,7 +1,8 @@
 """Errors → HTTP, in one place: the OpenAI envelope for ApiError, Falcon's errors and crashes.
 
 ``install`` registers the Falcon handlers; ``wsgi_error`` answers errors that happen outside
-Falcon (in the offload driver). Both use ``http_parts`` so the mapping exists once.
+Falcon (in the offload driver). Both build the envelope from ``ApiError.to_envelope``; ``streaming.error_response`` has the
+WSGI parts.
 
 Runs on: whichever thread runs the Falcon call (pool thread or HTTP hub).
 """
@@ -15,25 +16,9 @@ import falcon
 
 import jsonio
 from errors import ApiError, ServerError
+from streaming.error_response import JSON, http_parts
 
 log = logging.getLogger("greenfront.errors")
-
-JSON = "application/json"
-
-
-def status_line(code: int) -> str:
-    try:
-        return f"{code} {http.HTTPStatus(code).phrase}"
-    except ValueError:
-        return f"{code} Error"
-
-
-def http_parts(error: ApiError) -> tuple[str, list[tuple[str, str]], bytes]:
-    """Status line, headers and body of an error response."""
-    body = jsonio.dumps(error.to_envelope())
-    return status_line(error.status), [("Content-Type", JSON),
-                                       ("Content-Length", str(len(body)))], body
-
 
 def wsgi_error(start_response: Callable, error: ApiError) -> list[bytes]:
     status, headers, body = http_parts(error)

@@ -22,9 +22,11 @@ import gevent
 import gevent.socket
 
 from errors import ApiError, PayloadTooLarge, ServerError
-from middleware.errors import http_parts, wsgi_error
+from middleware.errors import wsgi_error
 from middleware.slow_clients import WriteWatch, bound_send_buffer
+from runtime.cancellation import CANCEL_KEY, Cancellation
 from runtime.request_pool import RequestPool, Skipped
+from streaming.error_response import http_parts
 
 log = logging.getLogger("greenfront.offload")
 
@@ -37,39 +39,11 @@ OFFLOADED_PATHS = frozenset({
     "/inference/v1/generate",
 })
 
-CANCEL_KEY = "greenfront.cancel"
 _READ_CHUNK = 1 << 20
 
 
 def should_offload(environ: dict) -> bool:
     return environ.get("REQUEST_METHOD") == "POST" and environ.get("PATH_INFO") in OFFLOADED_PATHS
-
-
-class Cancellation:
-    """Set when the client has gone; work checks it, bodies register their aborts on it."""
-
-    __slots__ = ("cancelled", "_callbacks")
-
-    def __init__(self) -> None:
-        self.cancelled = False
-        self._callbacks: list[Callable[[], None]] = []
-
-    def on_cancel(self, fn: Callable[[], None]) -> None:
-        if self.cancelled:
-            fn()
-        else:
-            self._callbacks.append(fn)
-
-    def cancel(self) -> None:
-        if self.cancelled:
-            return
-        self.cancelled = True
-        callbacks, self._callbacks = self._callbacks, []
-        for fn in callbacks:
-            try:
-                fn()
-            except Exception:
-                log.exception("cancel callback failed")
 
 
 def _watch_disconnect(sock: socket.socket, cancel: Cancellation) -> None:

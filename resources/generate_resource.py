@@ -14,9 +14,9 @@ import falcon
 
 from resources.request_body import read_json
 from errors import InvalidRequest
-from middleware.offload import CANCEL_KEY, Cancellation
 from resources.common.output import RequestState
 from resources.common.sse import error_event
+from runtime.cancellation import CANCEL_KEY, Cancellation
 from runtime.state import WorkerState
 from streaming.body import DeferredBody, StreamingBody
 from streaming.submit import ClientGone, start_generation

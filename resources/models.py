@@ -9,7 +9,7 @@ import secrets
 import falcon
 
 import jsonio
-from resources.admin import lora_registry
+from runtime.lora_registry import lora_registry
 from runtime.state import WorkerState
 
 

@@ -13,7 +13,7 @@ from errors import RequestValidationError
 
 
 def read_json(req: falcon.Request) -> Any:
-    """The parsed body; 400 for a non-JSON content type or invalid JSON (text-parity §8.2)."""
+    """The parsed body; 400 for a non-JSON content type or invalid JSON (docs/text-parity.md §8.2)."""
     content_type = (req.content_type or "").split(";", 1)[0].strip().lower()
     if content_type != "application/json":
         raise RequestValidationError(

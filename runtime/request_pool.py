@@ -11,7 +11,7 @@ iteration. Under 1,000 streams an iteration is several milliseconds of output di
 requests were admitted at ~2 per iteration (make bench: time to first token p99 of 20 s). Here the
 ThreadPool's threads each run one long task that takes work from a native queue, which accepts
 any number of requests without the hub, and results come back coalesced through one async
-watcher (gevent-physics.md §2).
+watcher (docs/architecture.md §5.2).
 
 Runs on: created and called from the HTTP hub; its threads run the offloaded Falcon calls.
 """
@@ -28,7 +28,7 @@ from gevent.event import AsyncResult
 from gevent.threadpool import ThreadPool
 
 from config import Config
-from runtime.handoff import HubInbox, run_each
+from handoff import HubInbox, run_each
 
 log = logging.getLogger("greenfront.pool")
 
@@ -125,7 +125,7 @@ def get_pool(config: Config) -> RequestPool:
     """The process's request pool, created on first use in this process (from its HTTP hub)."""
     global _pool, _pool_pid
     if _pool is None or _pool_pid != os.getpid():
-        # NOTE: gevent-physics.md §1: with the default 5 ms switch interval a Python-heavy pool
+        # NOTE: docs/architecture.md §5.1: with the default 5 ms switch interval a Python-heavy pool
         # thread (jinja2) holds the HTTP hub for up to 5 ms at a time.
         if config.switch_interval > 0:
             sys.setswitchinterval(config.switch_interval)

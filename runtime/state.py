@@ -17,13 +17,14 @@ from typing import Callable
 
 import gevent
 
-
 from config import Config
 from engine.client import EngineClient
 from runtime.hub_lag import HubLagMonitor
+from runtime.lora_registry import adapter_lookup
 from runtime.metrics import Metrics
 from runtime.readiness import Readiness
 from runtime.request_pool import get_pool, shutdown_pool
+from runtime.serving_context import ServingContext
 
 log = logging.getLogger("greenfront.state")
 
@@ -165,7 +166,7 @@ class WorkerState:
         shutdown_pool()
 
     # -- serving ----------------------------------------------------------------------------
-    def serving_context(self):
+    def serving_context(self) -> ServingContext:
         """The conversion context; raises 503 until the engines have registered."""
         ctx = self._context
         if ctx is not None and self.client.healthy:
@@ -176,10 +177,7 @@ class WorkerState:
             self._context = self._build_context()
         return self._context
 
-    def _build_context(self):
-        from resources.admin import adapter_lookup
-        from resources.common.context import ServingContext
-
+    def _build_context(self) -> ServingContext:
         cfg = self.config
         return ServingContext(
             served_model_names=cfg.model_names,

@@ -1,7 +1,7 @@
 """The HTTP bodies of a generation: an SSE stream, or one deferred JSON document.
 
 Both take every output that arrived since they last looked (coalescing: one write per wake-up,
-not one per token, gevent-physics.md §5), feed it to the request's output state (incremental
+not one per token, docs/architecture.md §5.5), feed it to the request's output state (incremental
 detokenization, stop strings) and render it. A stop string that ends a choice early aborts its
 engine request; a body closed early (client gone) aborts whatever is still running.
 
@@ -10,18 +10,52 @@ Runs on: the HTTP hub (gunicorn iterates the stream; the offload driver resolves
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from errors import ApiError
-from middleware.errors import http_parts, status_line
+from runtime.cancellation import Cancellation
+from streaming.error_response import http_parts, status_line
 from streaming.submit import Generation
 
 log = logging.getLogger("greenfront.body")
 
+
+class Delta(Protocol):
+    """What one output changed in a choice (``resources.common.output.ChoiceDelta``)."""
+
+    #: the choice ended here (a stop string) while its engine request still runs
+    abort_engine: bool
+
+
+class OutputState(Protocol):
+    """A request's output state: detokenization, stop strings, usage
+    (``resources.common.output.RequestState`` and the endpoints' variants)."""
+
+    @property
+    def all_finished(self) -> bool:
+        """Every choice has finished."""
+
+    def add(self, index: int, output: Any, frames: list | None = None) -> Delta | None:
+        """Apply one engine output to choice ``index``; None when there is nothing to show.
+
+        Raises:
+            ApiError: the engine failed the request (finish reason ``error``)."""
+
+
+class StreamRenderer(Protocol):
+    """Renders SSE chunks (``resources/<endpoint>/render.py``)."""
+
+    def chunk(self, index: int, delta: Any, state: Any) -> bytes:
+        """The chunk(s) of one delta of choice ``index``."""
+
+    def final_chunks(self, state: Any) -> bytes:
+        """What follows the last delta: usage, ``[DONE]``."""
+
+
 class _Pump:
     """Moves outputs from the generation's streams into the request state."""
 
-    def __init__(self, generation: Generation, state: Any, cancel: Any,
+    def __init__(self, generation: Generation, state: OutputState, cancel: Cancellation,
                  on_finished: Callable[[Any], None] | None = None) -> None:
         self.generation = generation
         self.state = state
@@ -29,7 +63,7 @@ class _Pump:
         self.error: ApiError | None = None
         self._on_finished = on_finished
 
-    def step(self, on_delta: Callable[[int, Any], None]) -> bool:
+    def step(self, on_delta: Callable[[int, Delta], None]) -> bool:
         """Wait for outputs, apply them; False once there is nothing more to wait for."""
         generation = self.generation
         items, error = generation.collect()
@@ -69,8 +103,8 @@ class StreamingBody:
 
     error_before_start: ApiError | None = None
 
-    def __init__(self, generation: Generation, state: Any, renderer: Any, cancel: Any,
-                 error_event: Callable[[ApiError], bytes],
+    def __init__(self, generation: Generation, state: OutputState, renderer: StreamRenderer,
+                 cancel: Cancellation, error_event: Callable[[ApiError], bytes],
                  on_finished: Callable[[Any], None] | None = None) -> None:
         self._pump = _Pump(generation, state, cancel, on_finished)
         self._renderer = renderer
@@ -111,14 +145,15 @@ class StreamingBody:
 class DeferredBody:
     """A non-streamed generation: ``resolve`` waits for every choice, then renders one body."""
 
-    def __init__(self, generation: Generation, state: Any, render: Callable[[Any], bytes],
+    def __init__(self, generation: Generation, state: OutputState,
+                 render: Callable[[Any], bytes],
                  on_finished: Callable[[Any], None] | None = None) -> None:
         self._generation = generation
         self._state = state
         self._render = render
         self._on_finished = on_finished
 
-    def resolve(self, cancel: Any) -> tuple[str, list[tuple[str, str]], bytes]:
+    def resolve(self, cancel: Cancellation) -> tuple[str, list[tuple[str, str]], bytes]:
         """HTTP hub: status, headers and body once the generation is over (or failed)."""
         generation = self._generation
 
@@ -149,5 +184,5 @@ class DeferredBody:
         self._generation.abort()
 
 
-def _ignore(index: int, delta: Any) -> None:
+def _ignore(index: int, delta: Delta) -> None:
     pass

@@ -10,12 +10,30 @@ the HTTP hub.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol, Sequence
 
 from engine.client import EngineClient
 from engine.protocol import EngineCoreRequest
 from engine.stream import RequestStream, Waker
 from errors import ApiError
+from runtime.cancellation import Cancellation
+
+
+class PreparedChoice(Protocol):
+    """One choice to submit (``resources.common.prepared.PreparedChoice``)."""
+
+    external_req_id: str
+    prompt_token_ids: list[int]
+    sampling_params: Any
+
+
+class Prepared(Protocol):
+    """What ``start_generation`` reads of a ``resources.common.prepared.PreparedRequest``."""
+
+    choices: Sequence[PreparedChoice]
+    lora_request: Any
+    cache_salt: str | None
+    priority: int
 
 
 class ClientGone(Exception):
@@ -55,7 +73,8 @@ class Generation:
             self.client.abort(ids)
 
 
-def start_generation(prepared: Any, client: EngineClient, cancel: Any = None,
+def start_generation(prepared: Prepared, client: EngineClient,
+                     cancel: Cancellation | None = None,
                      data_parallel_rank: int | None = None) -> Generation:
     """Submit every choice of ``prepared``; on any failure nothing is left running."""
     waker = Waker()

@@ -1,7 +1,7 @@
 """Chat prompt rendering: OpenAI messages -> the prompt string the model's Jinja template writes.
 
 Owns: `ChatTemplate`, which reproduces what vLLM 0.32 does before tokenizing a chat prompt
-(text-parity §4.2): it turns request messages into template messages ("string" content format:
+(docs/text-parity.md §4.2): it turns request messages into template messages ("string" content format:
 text parts joined with "\n"), parses assistant tool-call arguments into dicts, maps `developer`
 to `system` when the template does not know that role, and renders like Hugging Face
 `apply_chat_template(tokenize=False)` (sandboxed Jinja with trim/lstrip blocks, loop controls, a

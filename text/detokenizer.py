@@ -1,4 +1,4 @@
-"""Per-request incremental detokenization and stop-string handling (text-parity §2 and §3.2).
+"""Per-request incremental detokenization and stop-string handling (docs/text-parity.md §2 and §3.2).
 
 Owns: `IncrementalDetokenizer`, one per request choice. It turns the engine's output token ids
 into text exactly as vLLM 0.32's frontend does:
@@ -6,7 +6,7 @@ into text exactly as vLLM 0.32's frontend does:
 - a `tokenizers.decoders.DecodeStream` pre-filled with the prompt ids is stepped once per output
   token (`None` counts as ""), which gives vLLM's handling of incomplete UTF-8 for free: a
   trailing partial character is held back and never emitted, a prompt ending in U+FFFD has its
-  whole text copied into the output (§2.2, §2.3);
+  whole text copied into the output (docs/text-parity.md §2.2, §2.3);
 - when the engine finished with STOP (EOS or a stop token id), that last token is not decoded
   unless `include_stop_str_in_output`;
 - stop strings are searched only in the text added since the last step (or since token
@@ -42,7 +42,7 @@ INVALID_PREFIX_MESSAGE = "Invalid prefix encountered"
 def detokenize_prompt(tokenizer: Tokenizer, prompt_token_ids: Sequence[int]) -> str:
     """Prompt text for completions `echo` of token prompts and for `/detokenize`.
 
-    vLLM decodes with special tokens kept: `[1, 22177]` -> `"<s>Hello"` (text-parity §2.5).
+    vLLM decodes with special tokens kept: `[1, 22177]` -> `"<s>Hello"` (docs/text-parity.md §2.5).
     """
     return tokenizer.decode(prompt_token_ids, skip_special_tokens=False)
 
@@ -60,7 +60,7 @@ def stream_prefill(hf, prompt_token_ids: Sequence[int], skip_special_tokens: boo
     in the HTTP hub. A short tail gives the same text whenever decoding is local at the cut:
     the ``window`` tokens before the cut and the tail decode to exactly their joint decode, and
     neither ends in U+FFFD (so the whole prompt's decode does not end in U+FFFD either, the
-    case in which DecodeStream copies the entire prompt text into the output, text-parity §2.3).
+    case in which DecodeStream copies the entire prompt text into the output, docs/text-parity.md §2.3).
     Otherwise (or with ``window=None``) the whole prompt is used, exactly as vLLM does.
     """
     ids = prompt_token_ids

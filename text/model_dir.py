@@ -4,7 +4,7 @@ Owns: `ModelFiles`, which loads `config.json`, `tokenizer_config.json`, `generat
 and the chat template (a `chat_template.jinja` file wins over the `chat_template` entry of
 `tokenizer_config.json`), and derives what the frontend needs from them: special-token strings,
 the context length the model config allows, the vLLM "diff" sampling defaults from the generation
-config (text-parity §5.2) and the generation-config EOS ids.
+config (docs/text-parity.md §5.2) and the generation-config EOS ids.
 
 Called by the app factory / worker start-up; `Tokenizer.load` and `ChatTemplate` take its values.
 Runs on: worker start-up (any thread; pure file reads, no shared state afterwards).
@@ -133,7 +133,7 @@ class ModelFiles:
         return self.config
 
     def generation_defaults(self) -> dict[str, Any]:
-        """vLLM's default sampling overrides from the generation config (text-parity §5.2).
+        """vLLM's default sampling overrides from the generation config (docs/text-parity.md §5.2).
 
         Only non-null values of the listed fields are kept, and `max_new_tokens` becomes
         `max_tokens`. For the default model this is `{"temperature": 1.0}`.

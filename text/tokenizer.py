@@ -3,11 +3,11 @@
 Owns: `Tokenizer`, a thread-safe wrapper over the model's `tokenizer.json`. Encoding runs on
 either `fastokens` (default, much faster on long prompts) or Hugging Face `tokenizers`; both give
 identical ids, including the BOS the post-processor adds. Decoding always goes through Hugging
-Face `tokenizers`, because vLLM decodes with it and the bytes must match (text-parity §2.5).
+Face `tokenizers`, because vLLM decodes with it and the bytes must match (docs/text-parity.md §2.5).
 
 Every call that does real work uses a `*_batch` entry point, even for one input: those release
 the GIL while the native code runs, so a tokenization on a pool thread does not stall the HTTP hub
-(gevent-physics §1; a 300k-character `encode` would otherwise hold the GIL for ~0.3-0.5 s).
+(docs/architecture.md §5.1; a 300k-character `encode` would otherwise hold the GIL for ~0.3-0.5 s).
 
 Called by the completion/chat/tokenize resources (encode, decode) and by the detokenizer
 (`hf` for DecodeStream). Runs on: request pool threads.
@@ -40,7 +40,7 @@ class Tokenizer:
         # vLLM's bound for "Token id N is out of vocabulary": the largest id + 1.
         self._vocab_size = max(hf.get_vocab_size(with_added_tokens=True), max(vocab.values()) + 1)
         # vLLM's character pre-check multiplies max_model_len by the longest vocabulary string
-        # (byte-level form, added tokens included), text-parity §4.1.
+        # (byte-level form, added tokens included), docs/text-parity.md §4.1.
         self._max_chars_per_token = max(len(token) for token in vocab)
 
     @classmethod

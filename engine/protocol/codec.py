@@ -170,7 +170,7 @@ def decode_request(frames: Sequence[Any]) -> tuple[bytes, Any]:
 
     Raises:
         ProtocolError: unknown type byte or undecodable payload (a real engine's
-            input thread dies on these, spec §3.1).
+            input thread dies on these, docs/engine-protocol.md §3.1).
     """
     if len(frames) < 2:
         raise ProtocolError(f"request message has {len(frames)} frame(s), expected at least 2")

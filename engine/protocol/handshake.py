@@ -1,4 +1,4 @@
-"""Startup messages: HELLO / INIT / READY and the engine registration (spec §2).
+"""Startup messages: HELLO / INIT / READY and the engine registration (docs/engine-protocol.md §2).
 
 Owns the msgspec shapes and encode/decode helpers for the handshake ROUTER
 conversation (HELLO, INIT = EngineHandshakeMetadata, READY) and for the
@@ -69,7 +69,7 @@ class EngineHandshakeMetadata(msgspec.Struct, gc=False):
 
 
 class EngineCoreReadyResponse(msgspec.Struct, gc=False):
-    """Registration map an engine sends on each input socket (spec §2.4), 0.32's 25 keys.
+    """Registration map an engine sends on each input socket (docs/engine-protocol.md §2.4), 0.32's 25 keys.
 
     Encoded with every key present, in this order (vllm-rs requires the first
     17 and rejects an empty payload). Decoding requires those 17, defaults the

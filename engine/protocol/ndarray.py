@@ -1,4 +1,4 @@
-"""The ``[dtype, shape, data]`` array triple of the engine-core wire (spec §5.3), without numpy.
+"""The ``[dtype, shape, data]`` array triple of the engine-core wire (docs/engine-protocol.md §5.3), without numpy.
 
 Owns conversion between that triple and plain (nested) Python lists. ``data`` is
 either an inline msgpack ext-3 payload (``msgspec.msgpack.Ext``), raw bytes, or

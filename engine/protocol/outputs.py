@@ -1,4 +1,4 @@
-"""Output-side wire structs: EngineCoreOutputs and everything nested in it (spec §4).
+"""Output-side wire structs: EngineCoreOutputs and everything nested in it (docs/engine-protocol.md §4).
 
 Owns the msgspec shapes the engine pushes to the frontend: per-step batches,
 per-request deltas, utility replies, scheduler stats, request events and the
@@ -111,7 +111,7 @@ def _kv_fetch_stages() -> dict:
 
 
 class SchedulerStats(msgspec.Struct, gc=False):
-    """The complete ``scheduler_stats`` map (spec §4.4).
+    """The complete ``scheduler_stats`` map (docs/engine-protocol.md §4.4).
 
     Every key is always encoded: vllm-rs 0.33 rejects a partial map and then
     stops reading outputs for good. Decoding fills absent keys with defaults
@@ -140,7 +140,7 @@ class SchedulerStats(msgspec.Struct, gc=False):
 
 
 class LogprobsLists(msgspec.Struct, array_like=True, gc=False):
-    """``new_logprobs``: three array triples, shapes [P, C], [P, C], [P] (spec §4.5)."""
+    """``new_logprobs``: three array triples, shapes [P, C], [P, C], [P] (docs/engine-protocol.md §4.5)."""
 
     logprob_token_ids: Any
     logprobs: Any

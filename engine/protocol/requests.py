@@ -1,7 +1,7 @@
 """Request-side wire structs: SamplingParams, EngineCoreRequest, LoRARequest, type bytes.
 
 Owns the msgspec shapes of everything the frontend sends to an engine core
-(spec §3). greenfront's request conversion builds these; ``codec`` encodes them;
+(docs/engine-protocol.md §3). greenfront's request conversion builds these; ``codec`` encodes them;
 the simulator decodes them.
 
 Runs on: any thread (pure data definitions).
@@ -31,7 +31,7 @@ __all__ = [
 
 
 class RequestType:
-    """The one-byte frame that follows the identity on the request socket (spec §3.1)."""
+    """The one-byte frame that follows the identity on the request socket (docs/engine-protocol.md §3.1)."""
 
     ADD = b"\x00"
     ABORT = b"\x01"
@@ -48,7 +48,7 @@ class OutputKind(IntEnum):
 
 
 class LoRARequest(msgspec.Struct, array_like=True, gc=False):
-    """A LoRA adapter reference; positional array on the wire (spec §3.6)."""
+    """A LoRA adapter reference; positional array on the wire (docs/engine-protocol.md §3.6)."""
 
     lora_name: str
     lora_int_id: int
@@ -59,7 +59,7 @@ class LoRARequest(msgspec.Struct, array_like=True, gc=False):
 
 
 class SamplingParams(msgspec.Struct, omit_defaults=True, gc=False):
-    """Sampling parameters exactly as the engine decodes them (spec §3.3, 43 keys).
+    """Sampling parameters exactly as the engine decodes them (docs/engine-protocol.md §3.3, 43 keys).
 
     Declaration order is the wire key order. Defaults equal vLLM's, so
     ``omit_defaults`` yields the same map vLLM's own encoder produces for the
@@ -130,7 +130,7 @@ TokenId = Annotated[int, msgspec.Meta(ge=0, lt=2**31)]
 
 
 class EngineCoreRequest(msgspec.Struct, array_like=True, gc=False):
-    """One ADD payload: a positional array of 22 (spec §3.2).
+    """One ADD payload: a positional array of 22 (docs/engine-protocol.md §3.2).
 
     The first nine fields have no default, mirroring the engine's decoder,
     which rejects shorter arrays. msgspec always encodes all 22 elements.

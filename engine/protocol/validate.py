@@ -1,8 +1,8 @@
-"""Last guard before the wire: range- and type-check a SamplingParams (spec §3.3).
+"""Last guard before the wire: range- and type-check a SamplingParams (docs/engine-protocol.md §3.3).
 
 Owns ``validate_sampling_params``. A real engine validates SamplingParams while
 decoding an ADD in its input thread, outside any error handler: one bad value
-kills that thread and the engine silently stops reading requests (spec §3.1).
+kills that thread and the engine silently stops reading requests (docs/engine-protocol.md §3.1).
 So the frontend must reject here everything the engine would reject, including
 wrong *types* (msgspec on the engine side refuses a bool where an int belongs).
 Called by greenfront's request conversion just before ``codec.encode_add``, and
@@ -315,7 +315,7 @@ def _check_maps(sp: SamplingParams) -> None:
 def validate_sampling_params(sp: SamplingParams, vocab_size: int | None) -> None:
     """Raise ``SamplingParamsError`` if an engine would refuse ``sp``.
 
-    Checks types and every range of spec §3.3: temperature [0, 2] finite,
+    Checks types and every range of docs/engine-protocol.md §3.3: temperature [0, 2] finite,
     top_p (0, 1], top_k 0/-1/>=1, min_p [0, 1], penalties, max_tokens set and
     >= 1, min_tokens <= max_tokens, logprobs >= -1, n == 1, seed int64, stop
     strings non-empty, token ids inside the vocabulary (when ``vocab_size`` is

@@ -1,7 +1,7 @@
 """Engine-core simulator: a fake vLLM v1 engine core speaking the real wire protocol.
 
 Owns ``python -m engine.sim``: greenfront's embedded default engine and the
-engine of the test suite. It connects like a real headless engine (spec §8.2),
+engine of the test suite. It connects like a real headless engine (docs/engine-protocol.md §8.2),
 so vLLM's own Python frontend, vllm-rs and greenfront can all drive it. No
 model: tokens come from the prompt (echo) or a seeded hash (random).
 

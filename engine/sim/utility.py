@@ -1,4 +1,4 @@
-"""UTILITY calls of the simulator: the EngineCore methods a frontend may invoke (spec §3.5).
+"""UTILITY calls of the simulator: the EngineCore methods a frontend may invoke (docs/engine-protocol.md §3.5).
 
 Owns the method table and the small state behind it (sleep flag, LoRA ids,
 weight version). ``engine.sim.engine`` calls ``UtilityHandler.call`` for each

@@ -1,4 +1,4 @@
-"""Admin plumbing over engine UTILITY calls, as vLLM's frontends expose it (issue 3).
+"""Admin plumbing over engine UTILITY calls, as vLLM's frontends expose it.
 
 Owns ``register_admin_routes``, the one entry point ``app.py`` calls: the routes exist only when
 their gate is on, so a disabled route is the same 404 as any unknown path.
@@ -6,8 +6,7 @@ their gate is on, so a disabled route is the same 404 as any unknown path.
 - ``dev``: ``VLLM_SERVER_DEV_MODE=1`` → /reset_*_cache, /sleep, /wake_up, /is_sleeping, /pause,
   /resume, /is_paused, /collective_rpc, weight-version routes, /get_world_size, /server_info.
 - ``lora``: ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=1`` → /v1/load_lora_adapter,
-  /v1/unload_lora_adapter, and the deployment's ``LoraRegistry`` (``lora_registry(config)``;
-  ``adapter_lookup(config)`` for resolving request ``model`` names).
+  /v1/unload_lora_adapter, over the deployment's ``runtime.lora_registry.LoraRegistry``.
 - ``engines``: fan-out of utility calls over the engine ranks, query-parameter parsing.
 
 Runs on: import time in each worker (registration); the routes run in the HTTP hub.
@@ -20,7 +19,7 @@ import falcon
 
 from config import Config
 from resources.admin import dev, lora
-from resources.admin.lora import LoraAdapter, LoraRegistry, adapter_lookup, lora_registry
+from runtime.lora_registry import LoraAdapter, LoraRegistry, adapter_lookup, lora_registry
 from runtime.state import WorkerState
 
 __all__ = ["LoraAdapter", "LoraRegistry", "adapter_lookup", "lora_registry",

@@ -1,6 +1,6 @@
 """The development routes behind ``VLLM_SERVER_DEV_MODE=1``: caches, sleep, pause, RPC, server info.
 
-Each route maps to engine UTILITY calls (protocol §3.5) as vLLM 0.32's Python frontend makes them
+Each route maps to engine UTILITY calls (docs/engine-protocol.md §3.5) as vLLM 0.32's Python frontend makes them
 (``vllm/entrypoints/serve/dev/*`` and ``vllm/entrypoints/rl/online``); bodies and status codes are
 that frontend's.
 
@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import os
 import platform
-from typing import Any
 
 import falcon
 import msgspec

@@ -1,12 +1,12 @@
 """/v1/chat/completions request -> ``PreparedRequest`` (one prompt, n samples).
 
 Owns the conversion order of vLLM 0.32: body shape, raw checks, field types, model (404),
-serving refusals, then the prompt (§4.2: messages -> chat template with the merged kwargs ->
-tokens with ``add_special_tokens`` false by default), truncation and length checks (§4.3), the
+serving refusals, then the prompt (docs/text-parity.md §4.2: messages -> chat template with the merged kwargs ->
+tokens with ``add_special_tokens`` false by default), truncation and length checks (docs/text-parity.md §4.3), the
 ``max_completion_tokens``/``max_tokens`` budget (default: the rest of the context) and the
 SamplingParams.
 
-Called by: the lead's chat ``resource.py`` (and ``resources.tokenize`` for its chat form).
+Called by: ``resources/chat/resource.py`` (and ``resources.tokenize`` for its chat form).
 Runs on: request pool threads (template rendering is Python; tokenization releases the GIL).
 """
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Any
 from errors import InvalidRequest
 from resources.chat import tool_choice, types, validate
 from resources.chat.parsing import ChatParsing
-from resources.common.context import ServingContext
 from resources.common.fields import parse_fields, require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
 from resources.common.prompts import check_not_empty, make_rule, tokenize_texts
 from resources.common.sampling import (build_sampling_params, fan_out, max_tokens_for,
                                        usage_flags)
+from runtime.serving_context import ServingContext
 from text.chat_template import ChatTemplate, ChatTemplateError, parse_messages
 
 NO_TEMPLATE = ("As of transformers v4.44, default chat template is no longer allowed, so you must "
@@ -38,7 +38,7 @@ def _merged(defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[str, An
 
 
 def template_kwargs(ctx: ServingContext, f: dict[str, Any]) -> dict[str, Any]:
-    """The chat template kwargs as vLLM 0.32 merges them (§4.2 step 2): the request's
+    """The chat template kwargs as vLLM 0.32 merges them (docs/text-parity.md §4.2 step 2): the request's
     ``chat_template_kwargs`` under the request's own flags (``add_generation_prompt``,
     ``continue_final_message``, ``documents``, ``reasoning_effort`` and the ``enable_thinking``
     it implies), all of that over the server's ``--default-chat-template-kwargs``; a value of
@@ -147,7 +147,7 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
     Raises:
         RequestValidationError: schema/type errors ("Bad Request").
         ModelNotFound: unknown ``model``.
-        InvalidRequest: every semantic 400 of text-parity §8.2 that conversion detects.
+        InvalidRequest: every semantic 400 of docs/text-parity.md §8.2 that conversion detects.
     """
     body = require_object(body)
     validate.check_raw(body)

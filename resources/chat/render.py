@@ -1,14 +1,15 @@
 """/v1/chat/completions bytes: stream chunks and the non-streamed body, as vLLM 0.32 writes them.
 
-Stream (§6.3): on the request's first engine output, one role chunk per choice
+Stream (docs/text-parity.md §6.3): on the request's first engine output, one role chunk per choice
 (``{"role": …, "content": ""}`` with ``prompt_token_ids``/``prompt_text`` keys) and, with echo,
 one content chunk per choice carrying the echoed text; then one chunk per delta (``token_ids``
 key always present; ``stop_reason`` only on the terminal chunk); a usage chunk; ``[DONE]``.
-Non-streamed (§6.2): every field; ``tool_calls`` only when the tool pipeline ran.
+Non-streamed (docs/text-parity.md §6.2): every field; ``tool_calls`` only when the tool pipeline ran.
 With output parsers (``resources.chat.parsing``) each choice's text goes through its
 ``ChoiceParser``: reasoning, content and tool calls, streamed and whole.
 
-Called by: the lead's chat resource / streaming driver, with a ``RequestState``.
+Called by: ``resources/generate_resource.py`` and the bodies in ``streaming/body.py``, with a
+``RequestState``.
 Runs on: the HTTP hub.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from jsonio import dumps
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.logprobs import chat_logprobs, prompt_logprobs_json
 from resources.common.output import ChoiceDelta, RequestState
 from resources.common.prepared import PreparedRequest
@@ -161,7 +162,7 @@ def _message(prepared: PreparedRequest, c: Any, parser: ChoiceParser | None
 
 
 def render_chat_response(prepared: PreparedRequest, state: RequestState) -> bytes:
-    """The non-streamed body (every field of §6.2, nulls included)."""
+    """The non-streamed body (every field of docs/text-parity.md §6.2, nulls included)."""
     setup = prepared.chat_parsing
     hide_metadata = setup is not None and not setup.include_reasoning
     choices = []

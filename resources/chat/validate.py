@@ -1,4 +1,4 @@
-"""/v1/chat/completions checks, in vLLM 0.32's order and wording (text-parity §8.2).
+"""/v1/chat/completions checks, in vLLM 0.32's order and wording (docs/text-parity.md §8.2).
 
 Owns: the message validator that reproduces pydantic's errors for vLLM's union of message types
 (a ``content: null`` user message yields the 19 errors of §8.2), the raw-body "before" checks of
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from errors import InvalidRequest
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.fields import INVALID, add_error, described
 from resources.common.fields import INVALID, add_error, with_schema
 from resources.common.sampling_rules import (check_logprob_counts, check_thinking_token_budget,

@@ -2,7 +2,7 @@
 
 vLLM validates request bodies with pydantic 2 models; a type error becomes a 400 whose message is
 ``"<N> validation error[s]:\\n  <err>..."``, each ``<err>`` being the ``str()`` of a cleaned
-pydantic error dict (text-parity §8.1). We do not depend on pydantic at run time: this module
+pydantic error dict (docs/text-parity.md §8.1). We do not depend on pydantic at run time: this module
 restates the few lax-mode rules request fields need (``"5"`` -> 5, ``"yes"`` -> True, ``1.0`` -> 1,
 ...) as small validator combinators, and formats their errors the same way.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from errors import RequestValidationError
 
@@ -363,8 +363,26 @@ def parse_fields(body: dict, fields: list[Field]) -> dict[str, Any]:
     return out
 
 
+S = TypeVar("S")
+
+
+def parse_struct(body: dict, fields: list[Field], struct: type[S]) -> S:
+    """``parse_fields`` into an endpoint's typed request struct (``types.py``), whose fields are
+    the table's, in its order (``struct_matches`` checks that).
+
+    Raises:
+        RequestValidationError: as ``parse_fields``.
+    """
+    return struct(**parse_fields(body, fields))
+
+
+def struct_matches(fields: list[Field], struct: type) -> bool:
+    """The struct declares exactly the table's fields, in the table's order."""
+    return tuple(name for name, _, _ in fields) == tuple(struct.__struct_fields__)
+
+
 def require_object(body: Any) -> dict:
-    """The "body not an object" 400 (text-parity §8.2) for any non-dict JSON body."""
+    """The "body not an object" 400 (docs/text-parity.md §8.2) for any non-dict JSON body."""
     if not isinstance(body, dict):
         errors: list = []
         add_error(errors, "model_attributes_type", ("body",), "Input should be a valid dictionary "

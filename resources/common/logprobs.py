@@ -14,7 +14,7 @@ Logprobs are clamped at -9999.0. Tokens are decoded one id at a time with specia
 (or written ``token_id:<id>`` with ``return_tokens_as_token_ids``).
 
 Not reproduced: vLLM's correction of decoded tokens that end in U+FFFD (it re-decodes them with
-preceding context); text-parity.md leaves that behaviour unspecified.
+preceding context); docs/text-parity.md leaves that behaviour unspecified.
 
 Called by: ``resources.common.output`` and the renderers.
 Runs on: the HTTP hub (small per-token work; decoded strings are cached per tokenizer).
@@ -58,7 +58,7 @@ def decoded(tokenizer: Any, token_id: int) -> str:
 
 def python_float(x: float) -> Any:
     """A float as Python's ``json.dumps`` writes it (non-streamed bodies): ``1e-05`` where
-    orjson/pydantic write ``0.00001`` (text-parity §6.1)."""
+    orjson/pydantic write ``0.00001`` (docs/text-parity.md §6.1)."""
     if x != 0.0 and -1e-4 < x < 1e-4:
         return orjson.Fragment(repr(x).encode())
     return x

@@ -3,9 +3,9 @@
 Owns what vLLM's OutputProcessor and serving layer keep per request choice: the incremental
 detokenizer (text, stop strings, hold-back), the accepted token ids, logprob positions, the
 finish and stop reasons, and whether the engine must be told to abort (a stop *string* matched
-while the engine still runs the request, protocol §3.4).
+while the engine still runs the request, docs/engine-protocol.md §3.4).
 
-The lead's streaming driver creates one ``RequestState`` per ``PreparedRequest`` and feeds each
+The generation resource (``resources/generate_resource.py``) creates one ``RequestState`` per ``PreparedRequest`` and feeds each
 ``EngineCoreOutput`` of choice ``i`` to ``add(i, output)``; the renderers read the returned
 ``ChoiceDelta`` and the state (usage, accumulated text) to write bytes.
 
@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from engine.protocol import FinishReason, finish_reason_str
 from errors import ServerError
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.logprobs import (Namer, Position, chat_logprobs, completion_logprobs,
                                        positions_from)
 from resources.common.prepared import PreparedChoice, PreparedRequest
@@ -125,7 +125,7 @@ class RequestState:
 
         Raises:
             ServerError: the engine finished the request with ERROR (vLLM's "Internal server
-                error"; the driver turns it into a 500 or an SSE error event, §8.3).
+                error"; the driver turns it into a 500 or an SSE error event, docs/text-parity.md §8.3).
         """
         state = self.choices[choice_index]
         if state.finished:
@@ -212,7 +212,7 @@ class RequestState:
         return sum(c.num_output_tokens for c in self.choices)
 
     def usage(self) -> dict[str, Any]:
-        """The non-streamed usage object, keys in vLLM's order (§5.1)."""
+        """The non-streamed usage object, keys in vLLM's order (docs/text-parity.md §5.1)."""
         prompt, completion = self.prompt_tokens(), self.completion_tokens()
         return {"prompt_tokens": prompt, "total_tokens": prompt + completion,
                 "completion_tokens": completion,

@@ -31,7 +31,7 @@ def random_request_id() -> str:
 
 def response_id(prefix: str, body_request_id: str | None, header_request_id: str | None) -> str:
     """``cmpl-``/``chatcmpl-`` plus the X-Request-Id header, else body ``request_id``, else random
-    (text-parity §5.2: the header wins)."""
+    (docs/text-parity.md §5.2: the header wins)."""
     base = header_request_id or body_request_id or random_request_id()
     return f"{prefix}{base}"
 

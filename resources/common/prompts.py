@@ -1,4 +1,4 @@
-"""Prompt tokenization, truncation and length checks shared by completions and chat (§4.1, §4.3).
+"""Prompt tokenization, truncation and length checks shared by completions and chat (docs/text-parity.md §4.1, §4.3).
 
 vLLM tokenizes with the HF tokenizer loaded with ``truncation_side="left"``: without
 ``truncate_prompt_tokens`` it still truncates to ``max_model_len + 1`` (so an over-long prompt is
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from errors import InvalidRequest
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class TruncationRule:
 def make_rule(ctx: ServingContext, *, max_output_tokens: int, output_param: str,
               truncate_prompt_tokens: int | None, truncation_side: str | None,
               add_special_tokens: bool) -> TruncationRule:
-    """Build the rule, with vLLM's two up-front checks (§8.2 wording).
+    """Build the rule, with vLLM's two up-front checks (docs/text-parity.md §8.2 wording).
 
     Raises:
         InvalidRequest: max_tokens above max_model_len; truncate_prompt_tokens above it.
@@ -96,7 +96,7 @@ def slice_ids(ids: list[int], rule: TruncationRule) -> list[int]:
 
 
 def check_length(ids: list[int], rule: TruncationRule) -> list[int]:
-    """The prompt-too-long 400 (§8.2), "at least" when the tokenizer capped the prompt."""
+    """The prompt-too-long 400 (docs/text-parity.md §8.2), "at least" when the tokenizer capped the prompt."""
     limit = rule.max_model_len
     if len(ids) > limit:
         count = len(ids)
@@ -142,7 +142,7 @@ def tokenize_texts(ctx: ServingContext, texts: list[str], rule: TruncationRule) 
 
 
 def check_vocab(ctx: ServingContext, ids: list[int]) -> None:
-    """Token-id prompts must be in vocabulary (§8.2 "token out of vocab", param null)."""
+    """Token-id prompts must be in vocabulary (docs/text-parity.md §8.2 "token out of vocab", param null)."""
     if not ids:
         return
     low, high = min(ids), max(ids)

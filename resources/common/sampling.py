@@ -1,8 +1,8 @@
 """Sampling fields shared by completions and chat, and the wire ``SamplingParams`` built from them.
 
 Owns: the field table of the sampling-related request fields (lax types, defaults), the usage
-flags of ``stream_options``, the ``max_tokens`` budget of text-parity §4.3/§5.2, generation-config
-defaults and EOS handling (§5.2, protocol §3.3), n > 1 fan-out, and the SamplingParams build: the
+flags of ``stream_options``, the ``max_tokens`` budget of docs/text-parity.md §4.3/§5.2, generation-config
+defaults and EOS handling (docs/text-parity.md §5.2, docs/engine-protocol.md §3.3), n > 1 fan-out, and the SamplingParams build: the
 checks of ``resources.common.sampling_rules`` (vLLM's order and wording), then
 ``engine.protocol.validate_sampling_params`` as the last guard before the wire.
 
@@ -19,7 +19,7 @@ import msgspec
 from engine.protocol import (OutputKind, SamplingParams, SamplingParamsError,
                              validate_sampling_params)
 from errors import InvalidRequest
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.sampling_rules import (bad_words_token_ids, check_engine_side,
                                              check_like_vllm, convert_logit_bias, plain_error,
                                              structured_outputs_for)
@@ -36,7 +36,7 @@ from resources.common.fields import (INVALID, Field, add_error, fields_schema, v
 INT64 = {"ge": -(2 ** 63), "le": 2 ** 63 - 1}
 _SAMPLING_EPS = 1e-5
 _MIN_TEMPERATURE = 0.01
-# (field, OpenAI default) whose server default may come from generation_config.json (§5.2).
+# (field, OpenAI default) whose server default may come from generation_config.json (docs/text-parity.md §5.2).
 _DEFAULTED = (("repetition_penalty", 1.0), ("presence_penalty", 0.0),
               ("frequency_penalty", 0.0), ("temperature", 1.0), ("top_p", 1.0), ("top_k", 0),
               ("min_p", 0.0))
@@ -121,7 +121,7 @@ def usage_flags(fields: dict, ctx: ServingContext) -> tuple[bool, bool]:
 # ---- max_tokens -------------------------------------------------------------------------------
 
 def max_tokens_for(ctx: ServingContext, requested: int | None, prompt_len: int) -> int:
-    """min(context left, requested or the generation config's max_new_tokens) (§5.2)."""
+    """min(context left, requested or the generation config's max_new_tokens) (docs/text-parity.md §5.2)."""
     candidates = [ctx.max_model_len - prompt_len]
     fallback = requested if requested is not None else ctx.generation_defaults.get("max_tokens")
     if fallback is not None:
@@ -137,7 +137,7 @@ def build_sampling_params(fields: dict, ctx: ServingContext, *, n: int, max_toke
     """The wire SamplingParams for one prompt (n = 1 on the wire; see ``fan_out``).
 
     Raises:
-        InvalidRequest: any check of §8.2 that belongs to sampling.
+        InvalidRequest: any check of docs/text-parity.md §8.2 that belongs to sampling.
     """
     sp: dict[str, Any] = {}
     for name, default in _DEFAULTED:
@@ -212,13 +212,13 @@ def _to_wire(sp: dict, fields: dict, ctx: ServingContext, stream: bool) -> Sampl
         validate_sampling_params(wire, ctx.tokenizer.vocab_size)
     except SamplingParamsError as exc:
         # NOTE: only reachable for values vLLM would have refused in a way we do not word
-        # ourselves; never send what the engine would choke on (protocol §3.1).
+        # ourselves; never send what the engine would choke on (docs/engine-protocol.md §3.1).
         raise InvalidRequest(str(exc), param=exc.param) from None
     return wire
 
 
 def fan_out(sp: SamplingParams, n: int) -> list[SamplingParams]:
-    """n wire requests for one prompt: vLLM sends n children with ``seed + i`` (protocol §3.2)."""
+    """n wire requests for one prompt: vLLM sends n children with ``seed + i`` (docs/engine-protocol.md §3.2)."""
     if n == 1:
         return [sp]
     if sp.seed is None:

@@ -1,7 +1,7 @@
 """vLLM's SamplingParams rules, restated: the checks in its order and wording, and the
 conversions of request fields into wire values.
 
-Owns: which checks carry ``(parameter=…, value=…)`` and which do not (text-parity §8.2), the
+Owns: which checks carry ``(parameter=…, value=…)`` and which do not (docs/text-parity.md §8.2), the
 order vLLM runs them in (constructor checks, greedy reset, then the engine client's vocabulary
 and logprobs checks), ``logit_bias`` key conversion and clamping, ``response_format`` /
 ``structured_outputs`` -> the wire map, and bad-word tokenization.
@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from errors import InvalidRequest
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.structured_outputs import structural_tag_text, wire_map
 
 _SAMPLING_EPS = 1e-5
@@ -58,7 +58,7 @@ def check_thinking_token_budget(value: Any) -> None:
 
 
 def convert_logit_bias(bias: dict | None) -> dict[int, float] | None:
-    """String keys to token ids, biases clamped to ±100 (§8.2 wording for bad keys)."""
+    """String keys to token ids, biases clamped to ±100 (docs/text-parity.md §8.2 wording for bad keys)."""
     if bias is None:
         return None
     out: dict[int, float] = {}

@@ -3,9 +3,9 @@
 vLLM writes stream chunks with pydantic (compact JSON, raw UTF-8; orjson writes the same bytes),
 ends every stream with ``data: [DONE]``, and reports an error after the 200 has been sent as one
 event whose JSON comes from Python's ``json.dumps`` with its default separators and
-``ensure_ascii=True`` (text-parity §8.3) — unlike every other body.
+``ensure_ascii=True`` (docs/text-parity.md §8.3) — unlike every other body.
 
-Called by: the renderers and the lead's streaming driver.
+Called by: the renderers and the generation resource.
 Runs on: the HTTP hub.
 """
 from __future__ import annotations

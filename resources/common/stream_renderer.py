@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.output import RequestState
 from resources.common.prepared import PreparedRequest
 from resources.common.sse import DONE, frame

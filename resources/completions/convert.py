@@ -1,10 +1,10 @@
 """/v1/completions request -> ``PreparedRequest`` (one engine request per prompt and sample).
 
 Owns the conversion order of vLLM 0.32: body shape, raw checks, field types, model (404),
-serving refusals, prompt parsing and tokenization (§4.1, §4.3), then per prompt the
-``max_tokens`` budget and SamplingParams (§5.2), and finally the engine-side empty-prompt check.
+serving refusals, prompt parsing and tokenization (docs/text-parity.md §4.1, §4.3), then per prompt the
+``max_tokens`` budget and SamplingParams (docs/text-parity.md §5.2), and finally the engine-side empty-prompt check.
 
-Called by: the lead's completions ``resource.py``.
+Called by: ``resources/completions/resource.py``.
 Runs on: request pool threads (tokenization releases the GIL).
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from errors import InvalidRequest
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.fields import parse_fields, require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
 from resources.common.prompts import (check_not_empty, make_rule, tokenize_ids, tokenize_texts)
@@ -32,6 +32,32 @@ def _split_prompts(prompt: Any) -> list[str | list[int]]:
     return list(prompt)
 
 
+def _tokenized_prompts(f: dict, ctx: ServingContext, requested: int | None
+                       ) -> tuple[list, list[list[int]]]:
+    """The request's prompts and their token ids (truncated and length-checked)."""
+    rule = make_rule(ctx, max_output_tokens=requested or 0, output_param="max_tokens",
+                     truncate_prompt_tokens=f["truncate_prompt_tokens"],
+                     truncation_side=f["truncation_side"],
+                     add_special_tokens=f["add_special_tokens"])
+    prompts = _split_prompts(f["prompt"])
+    if not prompts:
+        raise InvalidRequest("You must pass at least one prompt")
+    texts = [p for p in prompts if isinstance(p, str)]
+    encoded = iter(tokenize_texts(ctx, texts, rule) if texts else ())
+    return prompts, [next(encoded) if isinstance(p, str) else tokenize_ids(ctx, p, rule)
+                     for p in prompts]
+
+
+def _echoed_text(ctx: ServingContext, prompt: Any, ids: list[int], echo: bool,
+                 return_token_ids: bool) -> str | None:
+    """The prompt text an ``echo`` response starts with (None without echo)."""
+    if not echo:
+        return None
+    if return_token_ids:
+        return ""  # NOTE: vLLM echoes an empty prompt text when token ids are returned
+    return prompt if isinstance(prompt, str) else ctx.tokenizer.decode(ids, False)
+
+
 def prepare_completion(body: Any, ctx: ServingContext, *,
                        header_request_id: str | None = None) -> PreparedRequest:
     """Validate and convert a parsed /v1/completions body.
@@ -44,7 +70,7 @@ def prepare_completion(body: Any, ctx: ServingContext, *,
     Raises:
         RequestValidationError: schema/type errors ("Bad Request").
         ModelNotFound: unknown ``model``.
-        InvalidRequest: every semantic 400 of text-parity §8.2 that conversion detects.
+        InvalidRequest: every semantic 400 of docs/text-parity.md §8.2 that conversion detects.
     """
     body = require_object(body)
     validate.check_raw(body, ctx)
@@ -54,17 +80,7 @@ def prepare_completion(body: Any, ctx: ServingContext, *,
 
     requested = types.DEFAULT_MAX_TOKENS if f["max_tokens"] is None else f["max_tokens"]
     echo = bool(f["echo"])
-    rule = make_rule(ctx, max_output_tokens=requested or 0, output_param="max_tokens",
-                     truncate_prompt_tokens=f["truncate_prompt_tokens"],
-                     truncation_side=f["truncation_side"],
-                     add_special_tokens=f["add_special_tokens"])
-    prompts = _split_prompts(f["prompt"])
-    if not prompts:
-        raise InvalidRequest("You must pass at least one prompt")
-    texts = [p for p in prompts if isinstance(p, str)]
-    encoded = iter(tokenize_texts(ctx, texts, rule) if texts else ())
-    token_prompts = [next(encoded) if isinstance(p, str) else tokenize_ids(ctx, p, rule)
-                     for p in prompts]
+    prompts, token_prompts = _tokenized_prompts(f, ctx, requested)
 
     stream = bool(f["stream"])
     include_usage, continuous = usage_flags(f, ctx) if stream else (False, False)
@@ -84,12 +100,7 @@ def prepare_completion(body: Any, ctx: ServingContext, *,
                                    logprobs=logprobs, prompt_logprobs=prompt_logprobs,
                                    stream=stream)
         check_not_empty(ids)
-        if not echo:
-            text = None
-        elif return_token_ids:
-            text = ""  # NOTE: vLLM echoes an empty prompt text when token ids are returned
-        else:
-            text = prompt if isinstance(prompt, str) else ctx.tokenizer.decode(ids, False)
+        text = _echoed_text(ctx, prompt, ids, echo, return_token_ids)
         base_id = f"{request_id}-{pi}"
         for i, child in enumerate(fan_out(sp, n)):
             choices.append(PreparedChoice(

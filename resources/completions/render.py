@@ -2,9 +2,10 @@
 
 Stream chunks carry only the keys vLLM's code sets (pydantic ``exclude_unset``): every choice
 key, ``usage`` with continuous usage, and ``system_fingerprint`` on a terminal chunk only when no
-usage chunk follows (§6.3). The non-streamed body carries every field with its nulls (§6.2).
+usage chunk follows (docs/text-parity.md §6.3). The non-streamed body carries every field with its nulls (docs/text-parity.md §6.2).
 
-Called by: the lead's completions resource / streaming driver, with a ``RequestState``.
+Called by: ``resources/generate_resource.py`` and the bodies in ``streaming/body.py``, with a
+``RequestState``.
 Runs on: the HTTP hub.
 """
 from __future__ import annotations
@@ -64,7 +65,7 @@ class CompletionStreamRenderer(StreamRenderer):
 
 
 def render_completion_response(prepared: PreparedRequest, state: RequestState) -> bytes:
-    """The non-streamed body (every field of §6.2, nulls included)."""
+    """The non-streamed body (every field of docs/text-parity.md §6.2, nulls included)."""
     choices = []
     return_ids = prepared.return_token_ids
     for c in state.choices:

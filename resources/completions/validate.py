@@ -1,4 +1,4 @@
-"""/v1/completions checks, in the order vLLM 0.32 runs them, with its wording (text-parity §8.2).
+"""/v1/completions checks, in the order vLLM 0.32 runs them, with its wording (docs/text-parity.md §8.2).
 
 ``check_raw`` mirrors the model-level checks vLLM applies to the raw JSON object before field
 types are validated; ``check_request`` the serving-layer checks on the typed fields.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from errors import InvalidRequest
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.sampling import plain_error
 from resources.common.sampling_rules import (check_logprob_counts, check_thinking_token_budget,
                                              refuse_unimplemented)

@@ -19,7 +19,7 @@ import msgspec
 
 from engine.protocol import SamplingParams, SamplingParamsError, validate_sampling_params
 from errors import InvalidRequest
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.fields import require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
 from resources.common.prompts import check_vocab

@@ -27,7 +27,7 @@ from itertools import islice
 from typing import Any, Callable, Sequence
 
 from jsonio import dumps
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.logprobs import FLOOR, Position, decoded, prompt_logprobs_json, python_float
 from resources.common.output import ChoiceDelta, ChoiceState, RequestState
 from resources.common.prepared import PreparedRequest

@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from resources.common.fields import (INVALID, Field, MISSING, Validator, add_error, described,
-                                     v_any, v_bool, v_dict, v_float, v_int, v_int_list, v_list,
-                                     v_literal, v_nullable, v_str, v_union)
-from resources.common.fields import (INVALID, Field, MISSING, Validator, add_error, v_any,
-                                     v_bool, v_dict, v_float, v_int, v_int_list, v_list,
-                                     v_literal, v_nullable, v_str, v_union, with_schema,
-                                     schema_of)
+from resources.common.fields import (INVALID, MISSING, Field, Validator, add_error, described,
+                                     schema_of, v_any, v_bool, v_dict, v_float, v_int,
+                                     v_int_list, v_list, v_literal, v_nullable, v_str, v_union,
+                                     with_schema)
 from resources.common.sampling import INT64, v_stream_options
 
 OUTPUT_MODES = ("tokens", "text")
@@ -42,8 +39,9 @@ def v_token_ids() -> Validator:
             return add_error(errors, "value_error", loc, f"Value error, {message}", value,
                              {"error": ValueError(message)})
         return out
-    return with_schema(described(check, "list", item=v_int(ge=0), min_length=1, max_length=None), {"type": "array", "items": {"type": "integer", "minimum": 0},
-                               "minItems": 1})
+    return with_schema(described(check, "list", item=v_int(ge=0), min_length=1, max_length=None),
+                       {"type": "array", "items": {"type": "integer", "minimum": 0},
+                        "minItems": 1})
 
 
 def v_int_enum(*choices: int) -> Validator:
@@ -55,7 +53,8 @@ def v_int_enum(*choices: int) -> Validator:
             return value
         return add_error(errors, "enum", loc, f"Input should be {shown}", value,
                          {"expected": shown})
-    return with_schema(described(check, "literal", choices=choices), {"type": "integer", "enum": list(choices)})
+    return with_schema(described(check, "literal", choices=choices),
+                       {"type": "integer", "enum": list(choices)})
 
 
 def v_int_keyed(item: Validator) -> Validator:
@@ -71,8 +70,9 @@ def v_int_keyed(item: Validator) -> Validator:
             parsed = key(k, loc + (k,), errors)
             out[parsed] = item(v, loc + (k,), errors)
         return INVALID if len(errors) != before else out
-    return with_schema(described(check, "dict", item=item, int_keys=True), {"type": "object", "propertyNames": {"pattern": r"^-?\d+$"},
-                               "additionalProperties": schema_of(item)})
+    return with_schema(described(check, "dict", item=item, int_keys=True),
+                       {"type": "object", "propertyNames": {"pattern": r"^-?\d+$"},
+                        "additionalProperties": schema_of(item)})
 
 
 #: GenerateRequest fields before ``sampling_params`` (validated first, errors listed first).

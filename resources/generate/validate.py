@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from errors import InvalidRequest
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.fields import add_error, collect_fields, validation_error
 from resources.common.sampling import max_tokens_for
 from resources.common.sampling_rules import (check_like_vllm, check_thinking_token_budget,

@@ -1,4 +1,4 @@
-"""/tokenize and /detokenize: body -> response JSON bytes (text-parity §4.4).
+"""/tokenize and /detokenize: body -> response JSON bytes (docs/text-parity.md §4.4).
 
 ``/tokenize`` takes the chat form when the body has ``messages`` (rendered with the chat template,
 ``add_special_tokens`` false by default) and the completion form otherwise (``add_special_tokens``
@@ -6,7 +6,7 @@ true). Neither form truncates or checks lengths; ``max_model_len`` is only repor
 fields: ``count, max_model_len, tokens, token_strs``. ``/detokenize`` decodes with special
 tokens kept; ids past the vocabulary decode to "".
 
-Called by: the lead's tokenize resources.
+Called by: ``resources.tokenize.resource``.
 Runs on: request pool threads.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from errors import InvalidRequest
 from jsonio import dumps
 from resources.chat.convert import render_prompt
 from resources.chat.validate import check_request as check_chat_request
-from resources.common.context import ServingContext
+from runtime.serving_context import ServingContext
 from resources.common.fields import (collect_fields, parse_fields, require_object,
                                      validation_error)
 from resources.tokenize import types

@@ -1,10 +1,14 @@
-"""/tokenize and /detokenize request fields (text-parity §4.4), in vLLM's declaration order.
+"""/tokenize and /detokenize request fields (docs/text-parity.md §4.4), in vLLM's declaration order.
 
-Data only, run by ``resources.common.fields.parse_fields``.
+Data only, run by ``resources.common.fields.parse_fields``; the completion form and /detokenize
+are filled into the typed requests below (``parse_struct``). The chat form stays a field dict
+because it is handed to the chat endpoint's template rendering.
 
 Runs on: request pool threads (pure data).
 """
 from __future__ import annotations
+
+import msgspec
 
 from resources.chat.validate import v_message
 from resources.common.fields import (MISSING, Field, v_bool, v_dict, v_int, v_list, v_nullable,
@@ -35,3 +39,19 @@ DETOKENIZE_FIELDS: list[Field] = [
     ("model", v_nullable(v_str()), None),
     ("tokens", v_list(v_int(ge=0, le=2 ** 63 - 1)), MISSING),
 ]
+
+
+class TokenizeCompletionRequest(msgspec.Struct, frozen=True):
+    """/tokenize, completion form (``COMPLETION_FIELDS``)."""
+
+    model: str | None
+    prompt: str
+    add_special_tokens: bool
+    return_token_strs: bool | None
+
+
+class DetokenizeRequest(msgspec.Struct, frozen=True):
+    """/detokenize (``DETOKENIZE_FIELDS``)."""
+
+    model: str | None
+    tokens: list[int]

@@ -1,5 +1,5 @@
 """Plays ``vllm serve``'s part for the launched frontend: binds the sockets, starts engines and
-``bin/greenfront frontend …`` with the inherited fds, exactly as engine-core-protocol.md §6 says.
+``bin/greenfront frontend …`` with the inherited fds, exactly as docs/engine-protocol.md §6 says.
 """
 from __future__ import annotations
 

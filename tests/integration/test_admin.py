@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 import re
 import threading
-import time
 
 import openai
 import pytest
 import requests
 
-from tests.integration.harness import GreenfrontServer
+from tests.integration.harness import GreenfrontServer, wait_for
 
 DEV_ROUTES = [("POST", "/sleep"), ("POST", "/wake_up"), ("GET", "/is_sleeping"),
               ("POST", "/reset_prefix_cache"), ("POST", "/pause"), ("GET", "/is_paused"),
@@ -51,15 +50,6 @@ def _utility_calls(srv: GreenfrontServer, method: str) -> list[tuple[str, str]]:
     return re.findall(rf"engine\.sim rank=(\d) UTILITY {method}(\(.*?\)) call_id=", srv.log())
 
 
-def _eventually(predicate, timeout: float = 5.0) -> bool:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
-
-
 def test_admin_routes_are_absent_unless_enabled(server, lora_server):
     for method, path in DEV_ROUTES + LORA_ROUTES:
         r = requests.request(method, server.url + path, json={}, timeout=10)
@@ -85,7 +75,7 @@ def test_sleep_and_wake_up_reach_every_engine(dev_server):
     assert _sleep_state(url)[("1", "awake")] == 1
     r = requests.post(url + "/wake_up?tags=weights&tags=kv_cache", headers=AUTH, timeout=10)
     assert r.json() == {"status": "awake", "tags": ["weights", "kv_cache"]}
-    assert _eventually(lambda: sorted(_utility_calls(dev_server, "sleep")) ==
+    assert wait_for(lambda: sorted(_utility_calls(dev_server, "sleep")) ==
                        [("0", "(1, 'abort')"), ("1", "(1, 'abort')")]), dev_server.log()
     assert ("1", "(['weights', 'kv_cache'],)") in _utility_calls(dev_server, "wake_up")
     bad = requests.post(url + "/sleep?level=3&mode=nap", headers=AUTH, timeout=10)
@@ -108,7 +98,7 @@ def test_reset_caches(dev_server):
     r = requests.post(url + "/reset_prefix_cache?reset_running_requests=true", headers=AUTH,
                       timeout=10)
     assert r.status_code == 200 and r.json() == {"success": True}
-    assert _eventually(lambda: sorted(_utility_calls(dev_server, "reset_prefix_cache")) ==
+    assert wait_for(lambda: sorted(_utility_calls(dev_server, "reset_prefix_cache")) ==
                        [("0", "(True, False)"), ("1", "(True, False)")])
     for path in ("/reset_mm_cache", "/reset_encoder_cache"):
         r = requests.post(url + path, headers=AUTH, timeout=10)
@@ -211,7 +201,7 @@ def test_lora_load_and_unload(lora_server):
     models = requests.get(url + "/v1/models", timeout=10).json()["data"]
     assert [(m["id"], m["parent"]) for m in models] == [("tiny", None), ("one", "tiny"),
                                                         ("two", "tiny")]
-    assert _eventually(lambda: re.search(
+    assert wait_for(lambda: re.search(
         r"UTILITY add_lora\(\['two', 2, 'org/adapter', None, False, False\],\)",
         lora_server.log())), lora_server.log()
     assert re.search(r"UTILITY add_lora\(\['one', 1, .*, None, True, False\],\)",
@@ -227,13 +217,13 @@ def test_lora_load_and_unload(lora_server):
 
     r = unload("one")
     assert r.status_code == 200 and r.text == "Success: LoRA adapter 'one' removed successfully."
-    assert _eventually(lambda: "UTILITY remove_lora(1,)" in lora_server.log())
+    assert wait_for(lambda: "UTILITY remove_lora(1,)" in lora_server.log())
     for name in ("one", "never"):
         gone = unload(name)
         assert gone.status_code == 404
         assert gone.json()["error"]["message"] == f"The lora adapter '{name}' cannot be found."
     assert load("one", path1).status_code == 200  # a reload gets a new id
-    assert _eventually(lambda: re.search(r"UTILITY add_lora\(\['one', 3, ", lora_server.log()))
+    assert wait_for(lambda: re.search(r"UTILITY add_lora\(\['one', 3, ", lora_server.log()))
 
 
 def test_requests_naming_a_lora_adapter(lora_server):
@@ -246,7 +236,7 @@ def test_requests_naming_a_lora_adapter(lora_server):
                       json={"lora_name": "sql", "lora_path": path})
     assert r.status_code == 200, r.text
     added = re.compile(r"UTILITY add_lora\(\['sql', (\d+), ")
-    assert _eventually(lambda: added.search(lora_server.log())), lora_server.log()
+    assert wait_for(lambda: added.search(lora_server.log())), lora_server.log()
     lora_id = int(added.search(lora_server.log()).group(1))
     client = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
     try:
@@ -292,7 +282,7 @@ def test_requests_naming_a_lora_adapter(lora_server):
         def adds() -> dict[str, str]:
             return dict(re.findall(r"ADD (\S+)-[0-9a-f]{8} prompt_len=.*?client=\d+(.*)",
                                    lora_server.log()))
-        assert _eventually(lambda: set(sent) | {"cmpl-base-0"} <= set(adds())), \
+        assert wait_for(lambda: set(sent) | {"cmpl-base-0"} <= set(adds())), \
             (sent, lora_server.log())
         got = adds()
         assert {rid: got[rid] for rid in sent} == {rid: f" lora=sql:{lora_id}" for rid in sent}

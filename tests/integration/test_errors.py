@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 import requests
+from tests.support.errors import error_of
 
 
 def _post(server, path, body=None, data=None, headers=None):
@@ -12,13 +13,7 @@ def _post(server, path, body=None, data=None, headers=None):
                          headers=headers or {"Content-Type": "application/json"}, timeout=30)
 
 
-def _error(resp, status):
-    assert resp.status_code == status, resp.text
-    body = resp.json()
-    assert set(body) == {"error"}
-    assert set(body["error"]) == {"message", "type", "param", "code"}
-    assert body["error"]["code"] == status
-    return body["error"]
+_error = error_of
 
 
 @pytest.mark.parametrize("path", ["/v1/completions", "/v1/chat/completions", "/tokenize"])

@@ -1,7 +1,7 @@
 """Bad input that once made greenfront answer 500: vLLM 0.32's own answer, byte for byte.
 
 Both frontends serve from the engine-core simulator; every case is sent to both and the status
-and body must be equal. The cases are issue 10's two 500s (a chat content part whose text is a
+and body must be equal. The cases are two former 500s (a chat content part whose text is a
 boolean or a number; /detokenize ids past 2^32 - 1, floats standing for such ids included) and
 their neighbours (parts that are not objects, per role; content given as an object).
 """

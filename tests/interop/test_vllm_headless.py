@@ -1,5 +1,5 @@
 """A real ``vllm serve --headless`` engine joins a standalone greenfront (gunicorn) through its
-handshake address; greedy output is exactly what vLLM's own frontend returns (text-parity §6.4)."""
+handshake address; greedy output is exactly what vLLM's own frontend returns (docs/text-parity.md §6.4)."""
 from __future__ import annotations
 
 import os

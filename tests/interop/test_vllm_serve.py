@@ -18,14 +18,12 @@ import requests
 from bench.deploy import alive
 from tests.interop.peers import (WORKER_COUNTS, descendants, requires_peers,
                                  serve_with_greenfront, serve_with_python_frontend)
+from tests.support.normalize import normalized
 
 pytestmark = requires_peers
 
-_VARYING = re.compile(rb'"(id|created|system_fingerprint)":("[^"]*"|\d+)')
-
-
 def _normalized(body: bytes) -> bytes:
-    return _VARYING.sub(rb'"\1":"*"', body)
+    return normalized(body, ("id", "created", "system_fingerprint"))
 
 
 @pytest.fixture(scope="module")

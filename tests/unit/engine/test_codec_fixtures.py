@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from pathlib import Path
 from typing import Any
 
@@ -400,7 +399,7 @@ def test_a_prompt_id_no_engine_can_hold_is_an_undecodable_add(bad_id: int) -> No
 
 
 def test_vllm_rs_style_add_decodes() -> None:
-    # Spec §10.2: float32 floats, defaults sent explicitly.
+    # docs/engine-protocol.md §10.2: float32 floats, defaults sent explicitly.
     payload = msgspec.msgpack.encode(
         ["cmpl-1", [6, 7], None,
          {"temperature": 0.7, "max_tokens": 5, "min_tokens": 0, "_eos_token_id": 2, "_all_stop_token_ids": [2, 5],
@@ -504,14 +503,10 @@ def test_finish_reason_strings() -> None:
     assert finish_reason_str(1) == "length" and finish_reason_str(99) == "error"
 
 
-def test_decoding_a_big_batch_is_fast() -> None:
-    # The hot path: one decode per engine step. ~0.25 ms per 1000 outputs on the dev box.
+def test_decoding_a_big_batch() -> None:
+    # The hot path: one decode per engine step (its speed is measured by the bench, not here).
     outs = [EngineCoreOutput032(f"cmpl-{i:08x}-1a2b3c4d", [1000 + i]) for i in range(1000)]
     payload = encode_outputs(EngineCoreOutputs(0, outs, SchedulerStats(), 1.0, weight_version="default"))[0]
-    decode_outputs([payload])
-    start = time.perf_counter()
-    for _ in range(10):
-        decoded = decode_outputs([payload])
-    per_batch = (time.perf_counter() - start) / 10
+    decoded = decode_outputs([payload])
     assert len(decoded.outputs) == 1000 and decoded.outputs[999].new_token_ids == [1999]
-    assert per_batch < 0.02, f"decoding 1000 outputs took {per_batch * 1000:.1f} ms"
+    assert [o.request_id for o in decoded.outputs] == [o.request_id for o in outs]

@@ -2,7 +2,6 @@
 drive a prepared request through hand-made engine outputs to the bytes a client would see."""
 from __future__ import annotations
 
-import re
 from typing import Any, Callable
 
 import pytest
@@ -10,18 +9,18 @@ import pytest
 from engine.protocol import EngineCoreOutput
 from resources.chat.convert import prepare_chat
 from resources.chat.render import ChatStreamRenderer, render_chat_response
-from resources.common.context import ServingContext
-from resources.common.output import RequestState
+from runtime.serving_context import ServingContext
 from resources.completions.convert import prepare_completion
 from resources.completions.render import CompletionStreamRenderer, render_completion_response
 from text.chat_template import ChatTemplate
 from text.model_dir import ModelFiles
+from tests.support.bodies import BodyRun
 from text.tokenizer import Tokenizer
 
 FINGERPRINT = "vllm-0.32.0-416808fb"
-# Greedy output of the reference tiny model for "The capital of France is" (text-parity §3.2).
+# Greedy output of the reference tiny model for "The capital of France is" (docs/text-parity.md §3.2).
 FRANCE = [3795, 115370, 73750, 4756, 27797, 35424, 4756, 27797]
-# Greedy chat output for [user "Say hi"] (text-parity §6.4).
+# Greedy chat output for [user "Say hi"] (docs/text-parity.md §6.4).
 SAY_HI = [40571, 82503, 5533, 79904, 10817, 51390, 54961, 66030]
 
 
@@ -42,12 +41,6 @@ def ctx(model_files: ModelFiles) -> ServingContext:
         system_fingerprint=FINGERPRINT, special_tokens=dict(model_files.special_tokens))
 
 
-def normalize(data: bytes) -> bytes:
-    """Replace the varying ``id``/``created`` values so captured bytes can be compared."""
-    data = re.sub(rb'"id":"(chat)?cmpl-[^"]*"', rb'"id":"ID"', data)
-    return re.sub(rb'"created":\d+', rb'"created":0', data)
-
-
 def output(token_ids: list[int], finish: int | None = None, stop_reason: Any = None,
            **kw: Any) -> EngineCoreOutput:
     return EngineCoreOutput("req", list(token_ids), finish_reason=finish,
@@ -56,26 +49,16 @@ def output(token_ids: list[int], finish: int | None = None, stop_reason: Any = N
 
 @pytest.fixture
 def run(ctx: ServingContext) -> Callable[..., bytes]:
-    """run(kind, body, tokens, finish=1, stop_reason=None) -> response bytes (one token per
-    engine step; the last output carries the finish reason), for choice 0."""
+    """run(kind, body, tokens, finish=1, stop_reason=None) -> response bytes: one token per
+    engine step (the last output carries the finish reason) for choice 0, through the real
+    response bodies (``tests.support.bodies``)."""
     def go(kind: str, body: dict, tokens: list[int], finish: int = 1, stop_reason: Any = None,
            context: ServingContext | None = None) -> bytes:
         c = context or ctx
-        prepared = (prepare_completion if kind == "completion" else prepare_chat)(body, c)
-        state = RequestState(prepared, c)
-        renderer = (CompletionStreamRenderer if kind == "completion" else ChatStreamRenderer)(
-            prepared, c)
-        out = b""
-        for i, token in enumerate(tokens):
-            last = i == len(tokens) - 1
-            delta = state.add(0, output([token], finish if last else None,
-                                        stop_reason if last else None))
-            if prepared.stream:
-                out += renderer.chunk(0, delta, state)
-            if state.all_finished:
-                break
-        if prepared.stream:
-            return out + renderer.final_chunks(state)
-        render = render_completion_response if kind == "completion" else render_chat_response
-        return render(prepared, state)
+        completion = kind == "completion"
+        prepared = (prepare_completion if completion else prepare_chat)(body, c)
+        return BodyRun(prepared, c,
+                       CompletionStreamRenderer if completion else ChatStreamRenderer,
+                       render_completion_response if completion else render_chat_response,
+                       ).tokens(tokens, finish, stop_reason).response()
     return go

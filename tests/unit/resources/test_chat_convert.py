@@ -1,14 +1,13 @@
 """prepare_chat: template rendering, tokenization without added BOS, max_tokens defaults, echo,
-tools, and the conversion-time errors of text-parity §8.2 for chat."""
+tools, and the conversion-time errors of docs/text-parity.md §8.2 for chat."""
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
 
-from errors import ApiError
-from jsonio import dumps
 from resources.chat import prepare_chat
+from tests.support.errors import raised_text
 
 HI = [{"role": "user", "content": "Hi"}]
 
@@ -22,15 +21,13 @@ def ids(ctx, messages=HI, **body):
 
 
 def error_body(ctx, body) -> tuple[int, str]:
-    with pytest.raises(ApiError) as info:
-        prepare_chat(body, ctx)
-    return info.value.status, dumps(info.value.to_envelope()).decode()
+    return raised_text(prepare_chat, body, ctx)
 
 
 def test_template_and_tokenization(ctx):
     assert ids(ctx) == [1, 3, 37133, 4]
     assert ids(ctx, add_special_tokens=True) == [1, 1, 3, 37133, 4]
-    # NOTE: text-parity §4.2 shows untyped parts ({"text": "Hi"}) working in vLLM;
+    # NOTE: docs/text-parity.md §4.2 shows untyped parts ({"text": "Hi"}) working in vLLM;
     # text.chat_template refuses them ("Missing 'type' field"), so typed parts here.
     parts = [{"role": "user", "content": [{"type": "text", "text": "Hi"}, "there"]}]
     assert ids(ctx, parts) == [1, 3, 37133, 1010, 33211, 4]

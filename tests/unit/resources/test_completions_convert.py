@@ -1,13 +1,12 @@
 """prepare_completion: prompt forms, tokenization, truncation, the wire SamplingParams, and every
-conversion-time error of text-parity §8.2 (status, type, param and message, byte for byte)."""
+conversion-time error of docs/text-parity.md §8.2 (status, type, param and message, byte for byte)."""
 from __future__ import annotations
 
 import msgspec
 import pytest
 
-from errors import ApiError
-from jsonio import dumps
 from resources.completions import prepare_completion
+from tests.support.errors import raised
 
 FRANCE_IDS = [1, 1784, 8961, 1307, 5498, 1395]
 LETTERS = "a b c d e f g h i j k l"
@@ -18,9 +17,7 @@ def prep(ctx, **body):
 
 
 def error_body(ctx, body) -> tuple[int, bytes]:
-    with pytest.raises(ApiError) as info:
-        prepare_completion(body, ctx)
-    return info.value.status, dumps(info.value.to_envelope())
+    return raised(prepare_completion, body, ctx)
 
 
 def test_text_prompt_gets_bos_and_wire_defaults(ctx):

@@ -8,9 +8,8 @@ import dataclasses
 import msgspec
 import pytest
 
-from errors import ApiError
-from jsonio import dumps
 from resources.generate.convert import prepare_generate
+from tests.support.errors import raised
 
 PROMPT = [1, 22177, 1044]
 
@@ -24,9 +23,7 @@ def wire(prepared, i=0):
 
 
 def error(ctx, body) -> tuple[int, bytes]:
-    with pytest.raises(ApiError) as info:
-        prepare_generate(body, ctx)
-    return info.value.status, dumps(info.value.to_envelope())
+    return raised(prepare_generate, body, ctx)
 
 
 def test_greedy_request_to_the_wire(ctx):

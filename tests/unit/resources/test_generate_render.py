@@ -4,15 +4,14 @@ live on the tiny Tekken model; ``request_id``/``created`` normalized)."""
 from __future__ import annotations
 
 import re
-from types import SimpleNamespace
 
-import pytest
 
-from engine.protocol import EngineCoreOutput, LogprobsLists, LogprobsTensors, encode_ndarray
-from engine.stream import RequestStream, Waker
+from engine.protocol import LogprobsLists, LogprobsTensors, encode_ndarray
 from resources.generate.convert import prepare_generate
 from resources.generate.render import (GenerateState, GenerateStreamRenderer, _TokenIds,
                                        render_generate_response)
+from tests.support.bodies import BodyRun
+from tests.support.normalize import normalized_text
 
 PROMPT = [1, 22177, 1044]
 GREEDY = [110374, 100574, 130901, 950]  # the tiny model's greedy continuation of PROMPT
@@ -23,44 +22,20 @@ HEAD = ('{"request_id":"*","model":"tiny","created":"*","usage":{"prompt_tokens"
         '"ec_transfer_params":null,')
 
 
-def norm(data: bytes) -> str:
-    return re.sub(r'"(request_id|created)":("[^"]*"|\d+)', r'"\1":"*"', data.decode())
-
-
 def lists(ids, lps, ranks):
     return LogprobsLists(encode_ndarray(ids, "<i4"), encode_ndarray(lps, "<f4"),
                          encode_ndarray(ranks, "<i8"))
 
 
-class Run:
-    """One request: its streams (weight versions), output state and renderer."""
+class Run(BodyRun):
+    """One /inference/v1/generate request through the real bodies."""
 
     def __init__(self, ctx, body: dict) -> None:
-        self.prepared = prepare_generate({"token_ids": PROMPT, **body}, ctx)
-        self.streams = [RequestStream(f"r{i}", 0, Waker(), lambda ids: None)
-                        for i in range(len(self.prepared.choices))]
-        self.state = GenerateState(self.prepared, ctx, SimpleNamespace(streams=self.streams))
-        self.renderer = GenerateStreamRenderer(self.prepared, ctx)
-        self.sse = b""
-
-    def step(self, tokens, finish=None, index=0, version="default", stop_reason=None, **kw):
-        out = EngineCoreOutput("r", list(tokens), finish_reason=finish, stop_reason=stop_reason,
-                               **kw)
-        self.streams[index].deliver(out, None, version)
-        delta = self.state.add(index, out)
-        if self.prepared.stream:
-            self.sse += self.renderer.chunk(index, delta, self.state)
-        return self
-
-    def tokens(self, tokens, finish=1, **kw):
-        for i, token in enumerate(tokens):
-            self.step([token], finish if i == len(tokens) - 1 else None, **kw)
-        return self
+        super().__init__(prepare_generate({"token_ids": PROMPT, **body}, ctx), ctx,
+                         GenerateStreamRenderer, render_generate_response, GenerateState)
 
     def body(self) -> str:
-        if self.prepared.stream:
-            return norm(self.sse + self.renderer.final_chunks(self.state))
-        return norm(render_generate_response(self.prepared, self.state))
+        return normalized_text(self.response(), ("request_id", "created"))
 
 
 def test_tokens_body(ctx):
@@ -225,12 +200,12 @@ def test_stop_string_text_stream_and_tokens_body(ctx):
 def test_weight_version_spans(ctx):
     run = Run(ctx, {"sampling_params": {"max_tokens": 5}})
     run.step([5], version="v1").step([6, 7], version="v1").step([], version="v2")
-    run.step([8], version="v2").step([9], 1, version=None)
+    run.step([8], version="v2").step([9], 1, version=None).done()
     assert run.state.weight_versions(0) == [{"version": "v1", "start": 0, "end": 3},
                                             {"version": "v2", "start": 3, "end": 5}]
-    assert Run(ctx, {"sampling_params": {}}).step([5], 1, version=None).state \
+    assert Run(ctx, {"sampling_params": {}}).step([5], 1, version=None).done().state \
         .weight_versions(0) is None
-    assert Run(ctx, {"sampling_params": {}}).step([], 2).state.weight_versions(0) == []  # abort
+    assert Run(ctx, {"sampling_params": {}}).step([], 2).done().state.weight_versions(0) == []  # abort
 
 
 def test_n_samples_put_the_prompt_on_the_first_chunk_only(ctx):

@@ -15,7 +15,7 @@ import pytest
 from engine.protocol import EngineCoreRequest, LoRARequest, encode_add
 from errors import ApiError, ModelNotFound
 from jsonio import dumps
-from resources.admin.lora import LoraRegistry
+from runtime.lora_registry import LoraRegistry
 from resources.chat.convert import prepare_chat
 from resources.completions.convert import prepare_completion
 from resources.generate.convert import prepare_generate

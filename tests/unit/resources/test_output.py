@@ -1,4 +1,4 @@
-"""RequestState: stop handling (text-parity §3), abort decisions, usage, logprobs formatting."""
+"""RequestState: stop handling (docs/text-parity.md §3), abort decisions, usage, logprobs formatting."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,11 +1,10 @@
-"""Byte-for-byte checks of the captured bodies and streams of text-parity §6.4 and §3.2.
+"""Byte-for-byte checks of the captured bodies and streams of docs/text-parity.md §6.4 and §3.2.
 
 Only ``id`` and ``created`` are normalized; everything else (field order, nulls, fingerprint
 placement, usage key order, hold-back deltas) must match vLLM 0.32's Python frontend.
 """
 from __future__ import annotations
 
-import re
 
 from engine.protocol import EngineCoreOutput, LogprobsTensors, encode_ndarray
 from resources.chat import prepare_chat
@@ -13,6 +12,7 @@ from resources.chat.render import render_chat_response
 from resources.common.output import RequestState
 from resources.common.sse import error_event
 from errors import ServerError
+from tests.support.normalize import normalized_text
 
 FRANCE = [3795, 115370, 73750, 4756, 27797, 35424, 4756, 27797]
 SAY_HI = [40571, 82503, 5533, 79904, 10817, 51390, 54961, 66030]
@@ -22,8 +22,7 @@ CHAT = {"model": "tiny", "messages": [{"role": "user", "content": "Say hi"}], "t
 
 
 def norm(data: bytes) -> str:
-    data = re.sub(rb'"id":"(chat)?cmpl-[0-9a-f]{16}"', rb'"id":"ID"', data)
-    return re.sub(rb'"created":\d+', rb'"created":0', data).decode()
+    return normalized_text(data, ("id", "created"))
 
 
 def sse(*events: str) -> str:
@@ -36,8 +35,8 @@ def c_choice(text, finish=None, extra=""):
             '"prompt_token_ids":null,"token_ids":null}' + extra)
 
 
-C_HEAD = '{"id":"ID","object":"text_completion","created":0,"model":"tiny","choices":['
-T_HEAD = '{"id":"ID","object":"chat.completion.chunk","created":0,"model":"tiny","choices":['
+C_HEAD = '{"id":"*","object":"text_completion","created":"*","model":"tiny","choices":['
+T_HEAD = '{"id":"*","object":"chat.completion.chunk","created":"*","model":"tiny","choices":['
 ROLE = ('{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,'
         '"finish_reason":null}')
 TAIL = ('"service_tier":null,"system_fingerprint":"' + FP + '","usage":{"prompt_tokens":6,'
@@ -59,13 +58,13 @@ def content(text, finish=None):
 def test_completion_bodies(run):
     body = run("completion", {**BASE, "max_tokens": 8}, FRANCE)
     assert norm(body) == (
-        '{"id":"ID","object":"text_completion","created":0,"model":"tiny","choices":[{"index":0,'
+        '{"id":"*","object":"text_completion","created":"*","model":"tiny","choices":[{"index":0,'
         '"text":":** нельзя bernKey Execut�Key Execut","logprobs":null,"finish_reason":"length",'
         '"stop_reason":null,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null,'
         '"routed_experts":null}],' + tail(14, 8))
     body = run("completion", {**BASE, "max_tokens": 8, "return_token_ids": True}, FRANCE)
     assert norm(body) == (
-        '{"id":"ID","object":"text_completion","created":0,"model":"tiny","choices":[{"index":0,'
+        '{"id":"*","object":"text_completion","created":"*","model":"tiny","choices":[{"index":0,'
         '"text":":** нельзя bernKey Execut�Key Execut","logprobs":null,"finish_reason":"length",'
         '"stop_reason":null,"token_ids":[3795,115370,73750,4756,27797,35424,4756,27797],'
         '"prompt_logprobs":null,"prompt_token_ids":[1,1784,8961,1307,5498,1395],'
@@ -73,7 +72,7 @@ def test_completion_bodies(run):
     body = run("completion", {**BASE, "max_tokens": 8, "stop": ["bern"],
                               "return_token_ids": True}, FRANCE)
     assert norm(body) == (
-        '{"id":"ID","object":"text_completion","created":0,"model":"tiny","choices":[{"index":0,'
+        '{"id":"*","object":"text_completion","created":"*","model":"tiny","choices":[{"index":0,'
         '"text":":** нельзя ","logprobs":null,"finish_reason":"stop","stop_reason":"bern",'
         '"token_ids":[3795,115370,73750],"prompt_logprobs":null,"prompt_token_ids":[1,1784,8961,'
         '1307,5498,1395],"routed_experts":null}],' + tail(9, 3))
@@ -91,7 +90,7 @@ def test_multi_prompt_body(ctx):
         state.add(1, EngineCoreOutput("b", [FRANCE[step]], finish_reason=fin))
         state.add(0, EngineCoreOutput("a", [[10736, 2549, 121955][step]], finish_reason=fin))
     assert norm(render_completion_response(p, state)) == (
-        '{"id":"ID","object":"text_completion","created":0,"model":"tiny","choices":[{"index":0,'
+        '{"id":"*","object":"text_completion","created":"*","model":"tiny","choices":[{"index":0,'
         '"text":" .. what suya","logprobs":null,"finish_reason":"length","stop_reason":null,'
         '"token_ids":[10736,2549,121955],"prompt_logprobs":null,"prompt_token_ids":[1,22177],'
         '"routed_experts":null},{"index":1,"text":":** нельзя bern","logprobs":null,'
@@ -163,7 +162,7 @@ def test_stop_string_holdback_streams(run):
 
 
 def test_stop_string_table(run):
-    """text-parity §3.2: text / finish / completion_tokens for each stop configuration."""
+    """docs/text-parity.md §3.2: text / finish / completion_tokens for each stop configuration."""
     def result(**extra):
         body = norm(run("completion", {**BASE, "max_tokens": 8, **extra}, FRANCE))
         text = body.split('"text":"')[1].split('","logprobs"')[0]
@@ -184,7 +183,7 @@ def test_stop_string_table(run):
 def test_chat_bodies(run, ctx):
     body = run("chat", {**CHAT, "max_tokens": 8}, SAY_HI)
     assert norm(body) == (
-        '{"id":"ID","object":"chat.completion","created":0,"model":"tiny","choices":[{"index":0,'
+        '{"id":"*","object":"chat.completion","created":"*","model":"tiny","choices":[{"index":0,'
         '"message":{"role":"assistant","content":"եյিযipleÜberർinomború Literatura","refusal":'
         'null,"annotations":null,"audio":null,"function_call":null,"reasoning":null},"logprobs":'
         'null,"finish_reason":"length","stop_reason":null,"token_ids":null,"routed_experts":null}'
@@ -208,7 +207,7 @@ def test_chat_echo_with_prompt_logprobs(ctx):
     state.add(0, EngineCoreOutput("r", [64659]))
     state.add(0, EngineCoreOutput("r", [119677], finish_reason=1))
     assert norm(render_chat_response(p, state)) == (
-        '{"id":"ID","object":"chat.completion","created":0,"model":"tiny","choices":[{"index":0,'
+        '{"id":"*","object":"chat.completion","created":"*","model":"tiny","choices":[{"index":0,'
         '"message":{"role":"assistant","content":"Hello paved النظ自己的","refusal":null,'
         '"annotations":null,"audio":null,"function_call":null,"reasoning":null},"logprobs":null,'
         '"finish_reason":"length","stop_reason":null,"token_ids":[101727,64659,119677],'

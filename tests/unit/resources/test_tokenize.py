@@ -1,4 +1,4 @@
-"""/tokenize and /detokenize bodies of text-parity §4.4, and their §8.2 errors, byte for byte."""
+"""/tokenize and /detokenize bodies of docs/text-parity.md §4.4, and their §8.2 errors, byte for byte."""
 from __future__ import annotations
 
 import pytest
@@ -83,7 +83,7 @@ def test_errors_verbatim(ctx):
     assert error(tokenize, ctx, [1])[1].count("model_attributes_type") == 1
 
 
-# Regressions (issue 10): these answered 500 (a TypeError while joining the parts, and the
+# Regressions: these once answered 500 (a TypeError while joining the parts, and the
 # tokenizer's OverflowError). vLLM 0.32's answers, captured from its Python frontend.
 DOCS = "    For further information visit https://errors.pydantic.dev/2.14/v/"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import gevent
 from gevent import monkey
 
-from runtime.engine_thread import EngineThread
-from runtime.handoff import HubInbox
+from engine.io_thread import EngineThread
+from handoff import HubInbox
 
 _start_new_thread = monkey.get_original("_thread", "start_new_thread")
 

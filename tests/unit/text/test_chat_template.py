@@ -1,4 +1,4 @@
-"""Chat template rendering against the captured vLLM prompts (text-parity §4.2, §4.4, §8.2)."""
+"""Chat template rendering against the captured vLLM prompts (docs/text-parity.md §4.2, §4.4, §8.2)."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Incremental detokenizer and stop strings against the captured vLLM behaviour (text-parity §2-3)."""
+"""Incremental detokenizer and stop strings against the captured vLLM behaviour (docs/text-parity.md §2-3)."""
 from __future__ import annotations
 
 import pytest
@@ -99,7 +99,7 @@ def test_earliest_ending_match_wins_within_a_step(tok):
     assert d.output_text == ":** нельзя b" and d.num_output_tokens == 3
 
 
-# -- EOS and stop token ids (§3.3) -----------------------------------------------------------------
+# -- EOS and stop token ids (docs/text-parity.md §3.3) -----------------------------------------------------------------
 
 @pytest.mark.parametrize("output,kw,expected_text,n", [
     ([2], {}, "", 1),
@@ -129,7 +129,7 @@ def test_adjacent_special_tokens(tok, spaces):
     assert text == "Hi</s>[INST][/INST] there"
 
 
-# -- incomplete UTF-8 (§2.2) -----------------------------------------------------------------------
+# -- incomplete UTF-8 (docs/text-parity.md §2.2) -----------------------------------------------------------------------
 
 def test_split_emoji_comes_out_whole(tok):
     assert run(tok, EMOJI)[4] == ["", "", "", "😀"]
@@ -156,7 +156,7 @@ def test_literal_fffd_token(tok):
     assert run(tok, x + [FFFD_TOKEN] + y)[4] == ["x", "", "\ufffdy"]
 
 
-# -- prompt pre-fill quirk (§2.3) ------------------------------------------------------------------
+# -- prompt pre-fill quirk (docs/text-parity.md §2.3) ------------------------------------------------------------------
 
 def test_prompt_ending_in_partial_character_is_copied(tok):
     fox = "The quick brown fox jumps over the lazy dog"

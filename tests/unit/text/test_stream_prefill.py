@@ -45,7 +45,7 @@ def test_prompt_ending_in_broken_utf8_keeps_the_whole_prompt(tok):
     prompt = tok.encode("word " * 100, add_special_tokens=True) + [1240, 1159]  # half an emoji
     assert stream_prefill(tok.hf, prompt, True) == prompt
     deltas, text = _run(tok, prompt, [1152, 1128], True, 16)
-    assert text.startswith("word word") and text.endswith("😀")  # text-parity §2.3 quirk
+    assert text.startswith("word word") and text.endswith("😀")  # docs/text-parity.md §2.3 quirk
 
 
 def test_long_natural_prompt_uses_a_short_tail(tok):

@@ -1,4 +1,4 @@
-"""Tokenizer parity: both encoders give the same ids as the reference model (text-parity §4)."""
+"""Tokenizer parity: both encoders give the same ids as the reference model (docs/text-parity.md §4)."""
 from __future__ import annotations
 
 import json

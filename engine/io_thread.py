@@ -16,7 +16,7 @@ import gevent
 import gevent.event
 from gevent import monkey
 
-from runtime.handoff import HubInbox, run_each
+from handoff import HubInbox, run_each
 
 log = logging.getLogger("greenfront.engine_thread")
 

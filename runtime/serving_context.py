@@ -21,7 +21,7 @@ from text.output_parsers import OutputParsers
 
 
 class AdapterLookup(Protocol):
-    """The runtime LoRA adapters (``resources.admin.lora.LoraRegistry``)."""
+    """The runtime LoRA adapters (``runtime.lora_registry.LoraRegistry``)."""
 
     def lora_request(self, name: str) -> LoRARequest | None:
         """The adapter called ``name`` as an ADD's ``lora_request``, or None. Cheap, thread-safe,
@@ -38,8 +38,8 @@ class ServingContext:
         tokenizer: a ``text.tokenizer.Tokenizer``.
         chat_template: a ``text.chat_template.ChatTemplate`` or None when the model has none.
         max_model_len: the context length.
-        generation_defaults: vLLM's "diff" sampling defaults from generation_config.json (§5.2).
-        generation_eos_ids: the generation config's ``eos_token_id`` list (§3.3 of the protocol).
+        generation_defaults: vLLM's "diff" sampling defaults from generation_config.json (docs/text-parity.md §5.2).
+        generation_eos_ids: the generation config's ``eos_token_id`` list (docs/engine-protocol.md §3.3).
         system_fingerprint: the configured fingerprint, or None (then it is never written).
         response_role: ``--response-role``.
         trust_request_chat_template: ``--trust-request-chat-template``.
@@ -99,7 +99,7 @@ class ServingContext:
         ``_check_model`` then ``_maybe_get_adapters``), else vLLM's 404.
 
         Raises:
-            ModelNotFound: ``name`` is neither served nor a loaded adapter (text-parity §8.2
+            ModelNotFound: ``name`` is neither served nor a loaded adapter (docs/text-parity.md §8.2
                 "unknown model"; the message lists the served names only, as vLLM's does).
         """
         if not name or name in self.served_model_names:

@@ -1,6 +1,6 @@
 """Cross-thread hand-off into a hub: a deque drained by one async watcher.
 
-The only bridge between native threads and a hub (gevent-physics.md §2): producers append to a
+The only bridge between native threads and a hub (docs/architecture.md §5.2): producers append to a
 ``collections.deque`` (atomic under the GIL) and call ``watcher.send()``, which is thread-safe and
 coalesces; the hub runs the callback once per wake-up and drains everything queued. Events, green
 sockets and ``AsyncResult`` objects never cross threads.
