@@ -11,18 +11,27 @@ JSON answer gets them from orjson's numpy path (0.43 ms). It is a read-only ``Se
 so the rare paths that look at single ids or slices (truncation, echo, reasoning markers) work
 unchanged; a slice is a plain list.
 
+numpy is imported on first use (``load_numpy``; a worker does it as it starts): it adds 17 MB
+of resident memory to a process, and the gunicorn master, the simulator and the handshake server
+never build a ``TokenIds``.
+
 Runs on: any thread (immutable once built).
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-import numpy as np
 
-#: One msgpack uint16 (``0xcd`` + 2 bytes big-endian) and uint32 (``0xce`` + 4 bytes) per id.
-_UINT16 = np.dtype([("tag", "u1"), ("value", ">u2")])
-_UINT32 = np.dtype([("tag", "u1"), ("value", ">u4")])
+@functools.cache
+def load_numpy() -> Any:
+    """numpy, imported once, and the two msgpack record types: one uint16 (``0xcd`` + 2 bytes
+    big-endian) or one uint32 (``0xce`` + 4 bytes) per id."""
+    import numpy  # noqa: PLC0415 (deferred: see the module docstring)
+
+    return (numpy, numpy.dtype([("tag", "u1"), ("value", ">u2")]),
+            numpy.dtype([("tag", "u1"), ("value", ">u4")]))
 
 
 class TokenIds(Sequence[int]):
@@ -30,18 +39,18 @@ class TokenIds(Sequence[int]):
 
     __slots__ = ("array",)
 
-    def __init__(self, array: np.ndarray) -> None:
+    def __init__(self, array: Any) -> None:
         self.array = array
 
     @classmethod
     def from_u32_bytes(cls, data: bytes | memoryview) -> TokenIds:
         """From little-endian u32 bytes (``fastokens``' flat encoding); no copy."""
-        return cls(np.frombuffer(data, dtype="<u4"))
+        return cls(load_numpy()[0].frombuffer(data, dtype="<u4"))
 
     @staticmethod
     def from_u64_offsets(data: bytes | memoryview) -> list[int]:
         """``fastokens``' flat-encoding offsets (little-endian u64) as ints."""
-        return np.frombuffer(data, dtype="<u8").tolist()
+        return load_numpy()[0].frombuffer(data, dtype="<u8").tolist()
 
     def __len__(self) -> int:
         return len(self.array)
@@ -64,7 +73,7 @@ class TokenIds(Sequence[int]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, TokenIds):
-            return bool(np.array_equal(self.array, other.array))
+            return bool(load_numpy()[0].array_equal(self.array, other.array))
         if isinstance(other, (list, tuple)):
             return self.array.tolist() == list(other)
         return NotImplemented
@@ -88,8 +97,9 @@ class TokenIds(Sequence[int]):
             head = b"\xdd" + n.to_bytes(4, "big")
         if n == 0:
             return head
+        numpy, uint16, uint32 = load_numpy()
         narrow = int(self.array.max()) < 1 << 16
-        out = np.empty(n, _UINT16 if narrow else _UINT32)
+        out = numpy.empty(n, uint16 if narrow else uint32)
         out["tag"] = 0xcd if narrow else 0xce
         out["value"] = self.array
         return head + out.tobytes()
