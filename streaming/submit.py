@@ -13,7 +13,7 @@ import time
 from typing import Any, Protocol, Sequence
 
 from engine.client import EngineClient
-from engine.protocol import EngineCoreRequest
+from engine.protocol import EngineCoreRequest, SamplingParams
 from engine.stream import RequestStream, Waker
 from errors import ApiError
 from runtime.cancellation import Cancellation
@@ -24,7 +24,7 @@ class PreparedChoice(Protocol):
 
     external_req_id: str
     prompt_token_ids: list[int]
-    sampling_params: Any
+    sampling_params: SamplingParams
 
 
 class Prepared(Protocol):

@@ -29,10 +29,13 @@ class ExtractedToolCalls:
 
     calls: list[ToolCall]
     content: str | None
+    #: the format says calls were made even when none could be read (DeepSeek's parsers: the
+    #: content is then only the text before the calls); None: whether any call was read
+    tools_called: bool | None = None
 
     @property
     def called(self) -> bool:
-        return bool(self.calls)
+        return bool(self.calls) if self.tools_called is None else self.tools_called
 
 
 @dataclass
@@ -78,3 +81,11 @@ def is_json(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+#: Why the gpt-oss (harmony) parsers are not built: the maintained package for the format needs a
+#: tokenizer vocabulary that no package ships and it downloads at run time.
+HARMONY_UNAVAILABLE = (
+    "the harmony format (gpt-oss) needs the openai-harmony package's o200k_harmony tiktoken "
+    "vocabulary, which no package ships and which it downloads at run time; greenfront runs "
+    "without internet")

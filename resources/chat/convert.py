@@ -11,12 +11,12 @@ Runs on: request pool threads (template rendering is Python; tokenization releas
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from errors import InvalidRequest
 from resources.chat import tool_choice, types, validate
 from resources.chat.parsing import ChatParsing
-from resources.common.fields import parse_fields, require_object
+from resources.common.fields import parse_struct, require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
 from resources.common.prompts import check_not_empty, make_rule, tokenize_texts
 from resources.common.sampling import (build_sampling_params, fan_out, max_tokens_for,
@@ -28,6 +28,20 @@ NO_TEMPLATE = ("As of transformers v4.44, default chat template is no longer all
                "provide a chat template if the tokenizer does not define one.")
 
 
+class ChatPrompt(Protocol):
+    """What rendering a chat prompt reads of a request: a ``types.ChatRequest``, or /tokenize's
+    chat form (``resources.tokenize.types.TokenizeChatRequest``)."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    add_generation_prompt: bool
+    continue_final_message: bool
+    documents: list[dict[str, str]] | None
+    reasoning_effort: str | None
+    chat_template: str | None
+    chat_template_kwargs: dict[str, Any] | None
+
+
 #: Values that leave a kwarg unset when merged over another (vLLM's ``merge_kwargs``).
 _UNSET = (None, "auto")
 
@@ -37,17 +51,17 @@ def _merged(defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[str, An
                            if not any(v is u or v == u for u in _UNSET)}}
 
 
-def template_kwargs(ctx: ServingContext, f: dict[str, Any]) -> dict[str, Any]:
+def template_kwargs(ctx: ServingContext, f: ChatPrompt) -> dict[str, Any]:
     """The chat template kwargs as vLLM 0.32 merges them (docs/text-parity.md §4.2 step 2): the request's
     ``chat_template_kwargs`` under the request's own flags (``add_generation_prompt``,
     ``continue_final_message``, ``documents``, ``reasoning_effort`` and the ``enable_thinking``
     it implies), all of that over the server's ``--default-chat-template-kwargs``; a value of
     None or "auto" never overrides. The same dict reaches the engine with a reasoning parser."""
-    request_kwargs = f.get("chat_template_kwargs") or {}
-    flags = {"add_generation_prompt": f["add_generation_prompt"],
-             "continue_final_message": f["continue_final_message"],
-             "documents": f.get("documents"), "reasoning_effort": f.get("reasoning_effort")}
-    effort = f.get("reasoning_effort")
+    request_kwargs = f.chat_template_kwargs or {}
+    flags = {"add_generation_prompt": f.add_generation_prompt,
+             "continue_final_message": f.continue_final_message,
+             "documents": f.documents, "reasoning_effort": f.reasoning_effort}
+    effort = f.reasoning_effort
     if effort is not None and "enable_thinking" not in request_kwargs:
         flags["enable_thinking"] = effort != "none"
     kwargs = _merged(request_kwargs, flags)
@@ -80,32 +94,34 @@ def tool_dicts(tools: list[dict] | None) -> list[dict] | None:
     return out
 
 
-def chat_parsing(ctx: ServingContext, f: dict[str, Any]) -> ChatParsing | None:
+def chat_parsing(ctx: ServingContext, f: types.ChatRequest) -> ChatParsing | None:
     """What the output parsers do for this request; None when the server has none. Also
     applies their request changes to ``f`` (vLLM's ``adjust_request``): marker tokens kept in
     the text, and "required"/named choices constrained to the calls' JSON schema."""
     parsers = ctx.output_parsers
     if not parsers.active:
         return None
-    choice = f["tool_choice"]
+    choice = f.tool_choice
     named = choice["function"]["name"] if isinstance(choice, dict) else None
     setup = ChatParsing(
-        parsers=parsers, tools=f["tools"], tool_choice="named" if named else (choice or "none"),
-        named=named, parallel_tool_calls=f["parallel_tool_calls"],
-        include_reasoning=f["include_reasoning"], template_kwargs=template_kwargs(ctx, f),
+        parsers=parsers, tools=f.tools, tool_choice="named" if named else (choice or "none"),
+        named=named, parallel_tool_calls=f.parallel_tool_calls,
+        include_reasoning=f.include_reasoning, template_kwargs=template_kwargs(ctx, f),
         eos_ids=frozenset([ctx.tokenizer.eos_token_id, *ctx.generation_eos_ids]))
+    if parsers.reasoning_parser is not None and parsers.reasoning_parser.keep_special_tokens:
+        f["skip_special_tokens"] = False
     tool = parsers.tool_parser
-    if tool is not None and f["tools"] and setup.tool_choice != "none":
+    if tool is not None and f.tools and setup.tool_choice != "none":
         if tool.keep_special_tokens:
-            f["skip_special_tokens"] = False
+            f.skip_special_tokens = False
         if setup.forced_json:
-            f["structured_outputs"] = {"json": tool_choice.json_schema(
-                f["tools"], named, f["parallel_tool_calls"])}
-            f["response_format"] = None
+            f.structured_outputs = {"json": tool_choice.json_schema(
+                f.tools, named, f.parallel_tool_calls)}
+            f.response_format = None
     return setup
 
 
-def engine_reasoning(ctx: ServingContext, f: dict[str, Any],
+def engine_reasoning(ctx: ServingContext, f: types.ChatRequest,
                      prompt_ids: list[int]) -> tuple[bool | None, dict | None]:
     """The ADD's ``reasoning_ended`` and ``reasoning_parser_kwargs`` as vLLM 0.32's chat frontend
     sets them (a structured-output grammar applies once the thought is over): True when the
@@ -114,7 +130,7 @@ def engine_reasoning(ctx: ServingContext, f: dict[str, Any],
     None (the engine decides)."""
     parser = ctx.output_parsers.reasoning_parser
     kwargs = {"chat_template_kwargs": template_kwargs(ctx, f)} if parser is not None else None
-    if not f["include_reasoning"]:
+    if not f.include_reasoning:
         return True, kwargs
     if parser is None:
         return None, None
@@ -122,19 +138,19 @@ def engine_reasoning(ctx: ServingContext, f: dict[str, Any],
     return instance.prompt_ends_reasoning(prompt_ids), kwargs
 
 
-def render_prompt(ctx: ServingContext, f: dict[str, Any]) -> tuple[list[dict], str]:
+def render_prompt(ctx: ServingContext, f: ChatPrompt) -> tuple[list[dict], str]:
     """(conversation, prompt text) for the validated fields; template errors become 400s."""
     try:
         template = ctx.chat_template
-        if f.get("chat_template") is not None:  # only reachable when the server trusts it
-            template = ChatTemplate(f["chat_template"], ctx.special_tokens)
+        if f.chat_template is not None:  # only reachable when the server trusts it
+            template = ChatTemplate(f.chat_template, ctx.special_tokens)
         if template is None:
             raise InvalidRequest(NO_TEMPLATE)
-        conversation = parse_messages(f["messages"])
+        conversation = parse_messages(f.messages)
         text = template.render_conversation(
-            conversation, add_generation_prompt=f["add_generation_prompt"],
-            continue_final_message=f["continue_final_message"], tools=tool_dicts(f["tools"]),
-            documents=f.get("documents"), extra_kwargs=template_kwargs(ctx, f))
+            conversation, add_generation_prompt=f.add_generation_prompt,
+            continue_final_message=f.continue_final_message, tools=tool_dicts(f.tools),
+            documents=f.documents, extra_kwargs=template_kwargs(ctx, f))
     except ChatTemplateError as exc:
         raise InvalidRequest(str(exc), param=exc.parameter) from None
     return conversation, text
@@ -151,57 +167,52 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
     """
     body = require_object(body)
     validate.check_raw(body)
-    f = parse_fields(body, types.fields(ctx.max_stop_strings))
-    lora = ctx.resolve_model(f["model"])
+    f = parse_struct(body, types.fields(ctx.max_stop_strings), types.ChatRequest)
+    lora = ctx.resolve_model(f.model)
     validate.check_request(f, ctx)
 
-    if f["max_completion_tokens"] is not None:
-        requested, param = f["max_completion_tokens"], "max_completion_tokens"
+    if f.max_completion_tokens is not None:
+        requested, param = f.max_completion_tokens, "max_completion_tokens"
     else:
-        requested, param = f["max_tokens"], "max_tokens"
+        requested, param = f.max_tokens, "max_tokens"
     rule = make_rule(ctx, max_output_tokens=requested or 0, output_param=param,
-                     truncate_prompt_tokens=f["truncate_prompt_tokens"],
-                     truncation_side=f["truncation_side"],
-                     add_special_tokens=f["add_special_tokens"])
+                     truncate_prompt_tokens=f.truncate_prompt_tokens,
+                     truncation_side=f.truncation_side,
+                     add_special_tokens=f.add_special_tokens)
     conversation, prompt_text = render_prompt(ctx, f)
     parsing = chat_parsing(ctx, f)
     ids = tokenize_texts(ctx, [prompt_text], rule)[0]
     reasoning_ended, reasoning_kwargs = engine_reasoning(ctx, f, ids)
 
-    stream = bool(f["stream"])
+    stream = bool(f.stream)
     include_usage, continuous = usage_flags(f, ctx) if stream else (False, False)
-    n = 1 if f["n"] is None else f["n"]
-    top = f["top_logprobs"] or 0
-    logprobs = top if f["logprobs"] else None
-    prompt_logprobs = f["prompt_logprobs"]
-    if prompt_logprobs is None and f["echo"]:
+    n = 1 if f.n is None else f.n
+    top = f.top_logprobs or 0
+    logprobs = top if f.logprobs else None
+    prompt_logprobs = f.prompt_logprobs
+    if prompt_logprobs is None and f.echo:
         prompt_logprobs = top
     sp = build_sampling_params(f, ctx, n=n, max_tokens=max_tokens_for(ctx, requested, len(ids)),
                                logprobs=logprobs, prompt_logprobs=prompt_logprobs,
                                stream=stream)
     check_not_empty(ids)
 
-    role = ctx.response_role if f["add_generation_prompt"] else f["messages"][-1].get("role")
+    role = ctx.response_role if f.add_generation_prompt else f.messages[-1].get("role")
     echo_content = ""
-    if f["echo"] and conversation and conversation[-1].get("role") == role:
+    if f.echo and conversation and conversation[-1].get("role") == role:
         echo_content = conversation[-1].get("content") or ""
-    request_id = response_id("chatcmpl-", f["request_id"], header_request_id)
+    request_id = response_id("chatcmpl-", f.request_id, header_request_id)
     choices = [PreparedChoice(
         index=i, prompt_index=0, external_req_id=f"{i}_{request_id}" if n > 1 else request_id,
-        prompt_token_ids=ids, prompt_text=None, sampling_params=child,
-        skip_special_tokens=f["skip_special_tokens"],
-        spaces_between_special_tokens=f["spaces_between_special_tokens"],
-        stop=list(child.stop or ()), include_stop_str_in_output=f["include_stop_str_in_output"],
-        min_tokens=f["min_tokens"], logprobs=logprobs, prompt_logprobs=prompt_logprobs)
+        prompt_token_ids=ids, prompt_text=None, sampling_params=child)
         for i, child in enumerate(fan_out(sp, n))]
     return PreparedRequest(
         kind="chat", request_id=request_id, created=now(), model=ctx.response_model(lora),
         stream=stream, choices=choices, include_usage=include_usage, continuous_usage=continuous,
-        return_token_ids=bool(f["return_token_ids"]), echo=f["echo"], logprobs=logprobs,
-        return_tokens_as_token_ids=bool(f["return_tokens_as_token_ids"]), n=n, num_prompts=1,
-        priority=f["priority"], cache_salt=f["cache_salt"], response_role=role,
+        return_token_ids=bool(f.return_token_ids), echo=f.echo, logprobs=logprobs,
+        return_tokens_as_token_ids=bool(f.return_tokens_as_token_ids), n=n, num_prompts=1,
+        priority=f.priority, cache_salt=f.cache_salt, response_role=role,
         echo_content=echo_content if isinstance(echo_content, str) else "",
-        return_prompt_text=bool(f["return_prompt_text"]),
-        prompt_text=prompt_text if f["return_prompt_text"] else None, lora_request=lora,
+        prompt_text=prompt_text if f.return_prompt_text else None, lora_request=lora,
         chat_parsing=parsing, reasoning_ended=reasoning_ended,
         reasoning_parser_kwargs=reasoning_kwargs)

@@ -141,7 +141,8 @@ class ChoiceParser:
             out = self.reasoning.feed(text, ids)
             if self.reasoning.ended:
                 self.reasoning_ended = transitioned = True
-                text, ids = (out.content if out is not None else None) or "", ()
+                text = (out.content if out is not None else None) or ""
+                ids = self.reasoning.content_ids(ids)
         if self.reasoning_ended and self.tools is not None:
             thought = out.reasoning if out is not None else None
             out = self._tool_delta(text, ids)
@@ -157,6 +158,10 @@ class ChoiceParser:
             rest = self.forced.finish() if self.forced is not None else self.tools.finish()
             if rest:
                 last.arguments = (last.arguments or "") + rest
+        if finished and self.reasoning_ended:
+            out = _joined(out, self._flushed())
+        elif finished:
+            out = _joined(out, self.reasoning.flush())
         if out is not None and not self.setup.include_reasoning:
             out.reasoning = None
             if not out.content and not out.tool_calls:
@@ -164,6 +169,20 @@ class ChoiceParser:
         if out is not None and out.tool_calls and self.setup.parallel_tool_calls is False:
             out.tool_calls = [call for call in out.tool_calls if call.index == 0]
         return out
+
+    def _flushed(self) -> DeltaParts | None:
+        """What the tool parser still holds at the end of the output (None: nothing)."""
+        setup = self.setup
+        if self.tools is None or self.forced is not None:
+            return None
+        if setup.tool_choice == "none":
+            if not self.parser_content:
+                return None
+            more = self.tools.flush()
+            if more is not None:
+                more.tool_calls = []
+            return more
+        return self.tools.flush() if setup.auto else None
 
     def _tool_delta(self, text: str, ids: Sequence[int]) -> DeltaParts | None:
         setup = self.setup
@@ -189,6 +208,20 @@ class ChoiceParser:
             return 0
         eos = self.setup.eos_ids
         return self.reasoning.count_reasoning_tokens([t for t in token_ids if t not in eos])
+
+
+def _joined(out: DeltaParts | None, more: DeltaParts | None) -> DeltaParts | None:
+    """``out`` with a parser's flushed rest appended (content, reasoning, further call pieces)."""
+    if more is None:
+        return out
+    if out is None:
+        return more
+    if more.content:
+        out.content = (out.content or "") + more.content
+    if more.reasoning:
+        out.reasoning = (out.reasoning or "") + more.reasoning
+    out.tool_calls = out.tool_calls + more.tool_calls
+    return out
 
 
 def delta_json(parts: DeltaParts) -> dict[str, Any]:

@@ -1,18 +1,19 @@
 """/v1/chat/completions request fields: names, lax types and defaults, in vLLM's order.
 
-Data only: ``fields(max_stop_strings)`` is the table ``resources.common.fields.parse_fields``
-runs; ``messages`` uses the union validator of ``resources.chat.validate``.
+Data only: ``fields(max_stop_strings)`` is the table ``resources.common.fields.parse_struct``
+runs into ``ChatRequest``; ``messages`` uses the union validator of ``resources.chat.validate``.
 
 Runs on: request pool threads (pure data).
 """
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 from resources.chat.validate import v_message
 from resources.common.fields import (MISSING, Field, v_any, v_bool, v_dict, v_int, v_list,
                                      v_literal, v_nullable, v_str, v_union)
-from resources.common.sampling import sampling_fields
+from resources.common.sampling import SamplingRequest, sampling_fields
 
 TOOL_CHOICE = v_nullable(v_union(v_literal("none"), v_literal("auto"), v_literal("required"),
                                  v_dict()))
@@ -50,3 +51,32 @@ def fields(max_stop_strings: int) -> list[Field]:
         ("logits_processors", v_any(), None),
     ]
     return head + sampling_fields(max_stop_strings) + tail
+
+
+class ChatRequest(SamplingRequest, kw_only=True):
+    """A /v1/chat/completions request (``fields``), typed. Mutable: the output parsers adjust
+    ``skip_special_tokens`` and the constraint before SamplingParams are built."""
+
+    messages: list[dict[str, Any]]
+    model: str | None
+    logprobs: bool | None
+    top_logprobs: int | None
+    max_tokens: int | None
+    max_completion_tokens: int | None
+    n: int | None
+    tools: list[dict[str, Any]] | None
+    tool_choice: str | dict[str, Any] | None
+    reasoning_effort: str | None
+    include_reasoning: bool
+    parallel_tool_calls: bool | None
+    echo: bool
+    add_generation_prompt: bool
+    continue_final_message: bool
+    add_special_tokens: bool
+    documents: list[dict[str, str]] | None
+    chat_template: str | None
+    chat_template_kwargs: dict[str, Any] | None
+    media_io_kwargs: dict[str, Any] | None
+    mm_processor_kwargs: dict[str, Any] | None
+    return_prompt_text: bool | None
+    logits_processors: Any

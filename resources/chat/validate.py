@@ -11,14 +11,13 @@ Runs on: request pool threads (pure functions).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from errors import InvalidRequest
 from runtime.serving_context import ServingContext
-from resources.common.fields import INVALID, add_error, described
-from resources.common.fields import INVALID, add_error, with_schema
-from resources.common.sampling_rules import (check_logprob_counts, check_thinking_token_budget,
-                                             refuse_unimplemented)
+from resources.common.fields import INVALID, add_error, described, with_schema
+from resources.common.sampling_rules import (Refusable, check_logprob_counts,
+                                             check_thinking_token_budget, refuse_unimplemented)
 from resources.common.structured_outputs import check_structural_tags
 
 # vLLM's message union, in order: (class name, required role literal or None for "any string",
@@ -232,11 +231,25 @@ def check_raw(body: dict) -> None:
                 msg.setdefault("reasoning", msg.pop("reasoning_content"))
 
 
-def check_request(f: dict[str, Any], ctx: ServingContext) -> None:
+class TemplateChoice(Protocol):
+    """Where a request may bring its own chat template (chat and /tokenize's chat form)."""
+
+    chat_template: str | None
+    chat_template_kwargs: dict[str, Any] | None
+
+
+class ChatChecked(TemplateChoice, Refusable, Protocol):
+    """What ``check_request`` looks at of a chat request (``types.ChatRequest``; this module
+    cannot import it: ``types`` takes its message validator from here)."""
+
+    tool_choice: str | dict[str, Any] | None
+
+
+def check_request(f: ChatChecked, ctx: ServingContext) -> None:
     """Serving-layer refusals before rendering: beam search, unsupported extras, a tool choice
     that needs a tool parser the server does not have, untrusted request chat templates."""
     refuse_unimplemented(f)
-    choice = f["tool_choice"]
+    choice = f.tool_choice
     if ctx.output_parsers.tool_parser is None and choice not in (None, "none"):
         if choice == "auto":
             raise InvalidRequest('"auto" tool choice requires --enable-auto-tool-choice and '
@@ -244,9 +257,14 @@ def check_request(f: dict[str, Any], ctx: ServingContext) -> None:
         desc = (f'function "{choice["function"]["name"]}"' if isinstance(choice, dict)
                 else f'"{choice}"')
         raise InvalidRequest(f"tool_choice={desc} requires --tool-call-parser to be set")
-    kwargs = f["chat_template_kwargs"] or {}
+    check_template_trust(f, ctx)
+
+
+def check_template_trust(f: TemplateChoice, ctx: ServingContext) -> None:
+    """A request's own chat template (field or kwarg) needs ``--trust-request-chat-template``."""
+    kwargs = f.chat_template_kwargs or {}
     if not ctx.trust_request_chat_template and (
-            f["chat_template"] is not None or kwargs.get("chat_template") is not None):
+            f.chat_template is not None or kwargs.get("chat_template") is not None):
         raise InvalidRequest("Chat template is passed with request, but "
                              "--trust-request-chat-template is not set. Refused request with "
                              "untrusted chat template.")

@@ -368,7 +368,7 @@ S = TypeVar("S")
 
 def parse_struct(body: dict, fields: list[Field], struct: type[S]) -> S:
     """``parse_fields`` into an endpoint's typed request struct (``types.py``), whose fields are
-    the table's, in its order (``struct_matches`` checks that).
+    the table's (``struct_matches`` checks that; the table's order is the errors' order).
 
     Raises:
         RequestValidationError: as ``parse_fields``.
@@ -377,8 +377,10 @@ def parse_struct(body: dict, fields: list[Field], struct: type[S]) -> S:
 
 
 def struct_matches(fields: list[Field], struct: type) -> bool:
-    """The struct declares exactly the table's fields, in the table's order."""
-    return tuple(name for name, _, _ in fields) == tuple(struct.__struct_fields__)
+    """The struct declares exactly the table's fields (a struct extending a shared one, such as
+    ``SamplingRequest``, lists the inherited fields first)."""
+    names = [name for name, _, _ in fields]
+    return len(names) == len(set(names)) and set(names) == set(struct.__struct_fields__)
 
 
 def require_object(body: Any) -> dict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from engine.protocol import LoRARequest, SamplingParams
@@ -52,10 +52,8 @@ class PreparedChoice:
         prompt_token_ids: the prompt after truncation, exactly as sent.
         prompt_text: the prompt text used for completions echo (None when unknown).
         sampling_params: the complete wire struct (one per choice: seeds differ for n > 1).
-        skip_special_tokens, spaces_between_special_tokens, stop, include_stop_str_in_output,
-        min_tokens: detokenizer options (the frontend applies stop strings).
-        logprobs: top-k sample logprobs requested (None = no logprobs).
-        prompt_logprobs: prompt logprobs requested (None = none).
+            The detokenizer options (the frontend applies stop strings) and the logprob
+            counts are read from it (the properties below).
     """
 
     index: int
@@ -64,13 +62,36 @@ class PreparedChoice:
     prompt_token_ids: list[int]
     prompt_text: str | None
     sampling_params: SamplingParams
-    skip_special_tokens: bool = True
-    spaces_between_special_tokens: bool = True
-    stop: list[str] = field(default_factory=list)
-    include_stop_str_in_output: bool = False
-    min_tokens: int = 0
-    logprobs: int | None = None
-    prompt_logprobs: int | None = None
+
+    @property
+    def skip_special_tokens(self) -> bool:
+        return self.sampling_params.skip_special_tokens
+
+    @property
+    def spaces_between_special_tokens(self) -> bool:
+        return self.sampling_params.spaces_between_special_tokens
+
+    @property
+    def stop(self) -> list[str]:
+        return list(self.sampling_params.stop or ())
+
+    @property
+    def include_stop_str_in_output(self) -> bool:
+        return self.sampling_params.include_stop_str_in_output
+
+    @property
+    def min_tokens(self) -> int:
+        return self.sampling_params.min_tokens
+
+    @property
+    def logprobs(self) -> int | None:
+        """Top-k sample logprobs requested (None: no logprobs)."""
+        return self.sampling_params.logprobs
+
+    @property
+    def prompt_logprobs(self) -> int | None:
+        """Prompt logprobs requested (None: none)."""
+        return self.sampling_params.prompt_logprobs
 
 
 @dataclass
@@ -78,7 +99,7 @@ class PreparedRequest:
     """A converted request: what to send and how to render what comes back.
 
     Attributes:
-        kind: "completion" or "chat".
+        kind: "completion", "chat" or "generate".
         request_id: the response ``id`` (``cmpl-…``/``chatcmpl-…``).
         created: ``created`` (taken once, repeated in every chunk).
         model: the name written into responses: the adapter's when ``lora_request`` is set,
@@ -97,7 +118,7 @@ class PreparedRequest:
             EngineCoreRequest field of every choice), or None for the base model.
         response_role: chat ``message.role`` / first-chunk role.
         echo_content: chat echo text to prefix (the last message's content when its role matches).
-        return_prompt_text / prompt_text: chat ``prompt_text`` (rendered template) when asked for.
+        prompt_text: chat ``prompt_text`` (the rendered template) when asked for, else None.
         reasoning_ended, reasoning_parser_kwargs: the EngineCoreRequest fields vLLM's chat
             frontend fills for structured outputs with reasoning: True constrains from the
             first token (``include_reasoning: false``, or a prompt that already closed the
@@ -105,6 +126,8 @@ class PreparedRequest:
             None leaves it to the engine; the kwargs carry the chat template kwargs.
         chat_parsing: chat only: what the output parsers must do for this request
             (``resources.chat.parsing.ChatParsing``), or None when no parser is configured.
+        output_mode: /inference/v1/generate's ``output_mode`` ("tokens" or "text"); None for
+            the OpenAI endpoints.
     """
 
     kind: str
@@ -126,10 +149,9 @@ class PreparedRequest:
     cache_salt: str | None = None
     response_role: str = "assistant"
     echo_content: str = ""
-    return_prompt_text: bool = False
     prompt_text: str | None = None
     lora_request: LoRARequest | None = None
     reasoning_ended: bool | None = None
     reasoning_parser_kwargs: dict | None = None
     chat_parsing: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    output_mode: str | None = None

@@ -12,7 +12,7 @@ Runs on: request pool threads.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -20,18 +20,16 @@ from engine.protocol import (OutputKind, SamplingParams, SamplingParamsError,
                              validate_sampling_params)
 from errors import InvalidRequest
 from runtime.serving_context import ServingContext
-from resources.common.sampling_rules import (bad_words_token_ids, check_engine_side,
-                                             check_like_vllm, convert_logit_bias, plain_error,
+from resources.common.fields import (INVALID, Field, add_error, described, fields_schema,
+                                     v_bool, v_dict, v_float, v_int, v_int_list, v_list,
+                                     v_literal, v_nullable, v_str, v_union, with_schema)
+from resources.common.sampling_rules import (SamplingValues, bad_words_token_ids,
+                                             check_engine_side, check_like_vllm,
+                                             convert_logit_bias, plain_error,
                                              structured_outputs_for)
 
-__all__ = ["build_sampling_params", "fan_out", "max_tokens_for", "plain_error",
-           "sampling_fields", "usage_flags"]
-from resources.common.fields import (INVALID, Field, add_error, described, v_bool, v_dict,
-                                     v_float, v_int, v_int_list, v_list, v_literal, v_nullable,
-                                     v_str, v_union)
-from resources.common.fields import (INVALID, Field, add_error, fields_schema, v_bool, v_dict, v_float, v_int,
-                                     v_int_list, v_list, v_literal, v_nullable, v_str, v_union,
-                                     with_schema)
+__all__ = ["SamplingRequest", "build_sampling_params", "fan_out", "max_tokens_for",
+           "plain_error", "sampling_fields", "usage_flags"]
 
 INT64 = {"ge": -(2 ** 63), "le": 2 ** 63 - 1}
 _SAMPLING_EPS = 1e-5
@@ -55,7 +53,8 @@ def v_stream_options() -> Any:
         for name, validator, default in inner:
             out[name] = validator(value[name], loc + (name,), errors) if name in value else default
         return INVALID if len(errors) != before else out
-    return with_schema(described(check, "object", fields=inner), fields_schema(inner, "StreamOptions"))
+    return with_schema(described(check, "object", fields=inner),
+                       fields_schema(inner, "StreamOptions"))
 
 
 @lru_cache(maxsize=8)
@@ -107,11 +106,59 @@ def sampling_fields(max_stop_strings: int) -> list[Field]:
     ]
 
 
-def usage_flags(fields: dict, ctx: ServingContext) -> tuple[bool, bool]:
+class SamplingRequest(msgspec.Struct, kw_only=True):
+    """The fields of ``sampling_fields``, typed: the part of a completions or chat request the
+    SamplingParams are built from (each endpoint's request struct extends it). Filled by
+    ``resources.common.fields.parse_struct``; mutable, because the chat output parsers adjust
+    a request before its SamplingParams are built (vLLM's ``adjust_request``)."""
+
+    frequency_penalty: float | None
+    logit_bias: dict[str, float] | None
+    presence_penalty: float | None
+    seed: int | None
+    stop: str | list[str] | None
+    stream: bool | None
+    stream_options: dict[str, bool | None] | None
+    temperature: float | None
+    top_p: float | None
+    user: str | None
+    use_beam_search: bool
+    top_k: int | None
+    min_p: float | None
+    repetition_penalty: float | None
+    watermarking: bool | None
+    length_penalty: float
+    stop_token_ids: list[int] | None
+    include_stop_str_in_output: bool
+    ignore_eos: bool
+    min_tokens: int
+    skip_special_tokens: bool
+    spaces_between_special_tokens: bool
+    truncate_prompt_tokens: int | None
+    truncation_side: str | None
+    allowed_token_ids: list[int] | None
+    prompt_logprobs: int | None
+    logprob_token_ids: list[int] | None
+    bad_words: list[str]
+    response_format: dict[str, Any] | None
+    structured_outputs: dict[str, Any] | None
+    priority: int
+    request_id: str | None
+    return_tokens_as_token_ids: bool | None
+    return_token_ids: bool | None
+    cache_salt: str | None
+    kv_transfer_params: dict[str, Any] | None
+    vllm_xargs: dict[str, Any] | None
+    repetition_detection: dict[str, Any] | None
+    thinking_token_budget: int | None
+    stream_interval: int | None
+
+
+def usage_flags(fields: SamplingRequest, ctx: ServingContext) -> tuple[bool, bool]:
     """(include_usage, continuous_usage) as vLLM decides them for a stream."""
     if ctx.enable_force_include_usage:
         return True, True
-    options = fields.get("stream_options")
+    options = fields.stream_options
     if not options:
         return False, False
     include = bool(options["include_usage"])
@@ -131,44 +178,78 @@ def max_tokens_for(ctx: ServingContext, requested: int | None, prompt_len: int) 
 
 # ---- SamplingParams ---------------------------------------------------------------------------
 
-def build_sampling_params(fields: dict, ctx: ServingContext, *, n: int, max_tokens: int,
-                          logprobs: int | None, prompt_logprobs: int | None,
-                          stream: bool) -> SamplingParams:
+class SamplingSource(Protocol):
+    """What ``build_sampling_params`` reads of a request: a ``SamplingRequest`` (completions,
+    chat) or /inference/v1/generate's ``GenerateSampling``."""
+
+    temperature: float | None
+    top_p: float | None
+    top_k: int | None
+    min_p: float | None
+    presence_penalty: float | None
+    frequency_penalty: float | None
+    repetition_penalty: float | None
+    logit_bias: dict | None
+    stop: str | list[str] | None
+    stop_token_ids: list[int] | None
+    bad_words: list[str] | None
+    min_tokens: int
+    allowed_token_ids: list[int] | None
+    thinking_token_budget: int | None
+    ignore_eos: bool
+    seed: int | None
+    vllm_xargs: dict[str, Any] | None
+    kv_transfer_params: dict[str, Any] | None
+    include_stop_str_in_output: bool
+    watermarking: bool | None
+    logprob_token_ids: list[int] | None
+    skip_special_tokens: bool
+    spaces_between_special_tokens: bool
+    stream_interval: int | None
+    structured_outputs: dict[str, Any] | None
+    response_format: dict[str, Any] | None
+    repetition_detection: dict[str, Any] | None
+
+
+def build_sampling_params(fields: SamplingSource, ctx: ServingContext, *, n: int,
+                          max_tokens: int, logprobs: int | None,
+                          prompt_logprobs: int | None, stream: bool) -> SamplingParams:
     """The wire SamplingParams for one prompt (n = 1 on the wire; see ``fan_out``).
 
     Raises:
         InvalidRequest: any check of docs/text-parity.md §8.2 that belongs to sampling.
     """
-    sp: dict[str, Any] = {}
+    knobs: dict[str, float] = {}
     for name, default in _DEFAULTED:
-        value = fields.get(name)
+        value = getattr(fields, name)
         if value is None:
             value = ctx.generation_defaults.get(name, default)
-        sp[name] = int(value) if name == "top_k" else float(value)
-    logit_bias = convert_logit_bias(fields.get("logit_bias"))
-    stop = fields.get("stop")
-    stop = [] if stop is None else [stop] if isinstance(stop, str) else list(stop)
-    stop_ids = list(dict.fromkeys(fields.get("stop_token_ids") or ()))
-    bad_words = list(dict.fromkeys(fields.get("bad_words") or ()))
-    sp.update(max_tokens=max_tokens, min_tokens=fields["min_tokens"], logprobs=logprobs,
-              prompt_logprobs=prompt_logprobs, stop=stop, stop_token_ids=stop_ids,
-              bad_words=bad_words, logit_bias=logit_bias,
-              allowed_token_ids=fields.get("allowed_token_ids"),
-              thinking_token_budget=fields.get("thinking_token_budget"))
-    if 0 < sp["temperature"] < _MIN_TEMPERATURE:
-        sp["temperature"] = _MIN_TEMPERATURE  # vLLM raises tiny temperatures to 0.01
+        knobs[name] = int(value) if name == "top_k" else float(value)
+    stop = fields.stop
+    sp = SamplingValues(
+        **knobs, max_tokens=max_tokens, min_tokens=fields.min_tokens, logprobs=logprobs,
+        prompt_logprobs=prompt_logprobs,
+        stop=[] if stop is None else [stop] if isinstance(stop, str) else list(stop),
+        stop_token_ids=list(dict.fromkeys(fields.stop_token_ids or ())),
+        bad_words=list(dict.fromkeys(fields.bad_words or ())),
+        logit_bias=convert_logit_bias(fields.logit_bias),
+        allowed_token_ids=fields.allowed_token_ids,
+        thinking_token_budget=fields.thinking_token_budget)
+    if 0 < sp.temperature < _MIN_TEMPERATURE:
+        sp.temperature = _MIN_TEMPERATURE  # vLLM raises tiny temperatures to 0.01
     check_like_vllm(sp, n, ctx)
-    if sp["temperature"] < _SAMPLING_EPS:  # greedy: the other sampling knobs are reset
-        sp.update(top_p=1.0, top_k=0, min_p=0.0)
+    if sp.temperature < _SAMPLING_EPS:  # greedy: the other sampling knobs are reset
+        sp.top_p, sp.top_k, sp.min_p = 1.0, 0, 0.0
     check_engine_side(sp, ctx)
     return _to_wire(sp, fields, ctx, stream)
 
 
-def _to_wire(sp: dict, fields: dict, ctx: ServingContext, stream: bool) -> SamplingParams:
-    ignore_eos = fields["ignore_eos"]
+def _to_wire(sp: SamplingValues, fields: SamplingSource, ctx: ServingContext,
+             stream: bool) -> SamplingParams:
+    ignore_eos = fields.ignore_eos
     tokenizer_eos = ctx.tokenizer.eos_token_id
-    all_stop = set(sp["stop_token_ids"])
-    stop_ids = sp["stop_token_ids"]
+    all_stop = set(sp.stop_token_ids)
+    stop_ids = sp.stop_token_ids
     if tokenizer_eos is not None:
         all_stop.add(tokenizer_eos)
     extra_eos = [e for e in ctx.generation_eos_ids if e != tokenizer_eos]
@@ -176,37 +257,37 @@ def _to_wire(sp: dict, fields: dict, ctx: ServingContext, stream: bool) -> Sampl
         all_stop.update(extra_eos)
         if not ignore_eos:
             stop_ids = list(dict.fromkeys([*stop_ids, *extra_eos]))
-    seed = fields.get("seed")
-    extra_args = dict(fields.get("vllm_xargs") or {})
-    if fields.get("kv_transfer_params"):
-        extra_args["kv_transfer_params"] = fields["kv_transfer_params"]
-    budget = fields.get("thinking_token_budget")
-    include_stop = fields["include_stop_str_in_output"]
+    seed = fields.seed
+    extra_args = dict(fields.vllm_xargs or {})
+    if fields.kv_transfer_params:
+        extra_args["kv_transfer_params"] = fields.kv_transfer_params
+    budget = fields.thinking_token_budget
+    include_stop = fields.include_stop_str_in_output
     wire = SamplingParams(
-        presence_penalty=sp["presence_penalty"], frequency_penalty=sp["frequency_penalty"],
-        repetition_penalty=sp["repetition_penalty"], temperature=sp["temperature"],
-        watermarking=fields.get("watermarking"), top_p=sp["top_p"], top_k=sp["top_k"],
-        min_p=sp["min_p"], seed=None if seed == -1 else seed, stop=sp["stop"],
-        stop_token_ids=stop_ids, ignore_eos=ignore_eos, max_tokens=sp["max_tokens"],
-        min_tokens=sp["min_tokens"], logprobs=sp["logprobs"],
-        prompt_logprobs=sp["prompt_logprobs"], logprob_token_ids=fields.get("logprob_token_ids"),
-        skip_special_tokens=fields["skip_special_tokens"],
-        spaces_between_special_tokens=fields["spaces_between_special_tokens"],
+        presence_penalty=sp.presence_penalty, frequency_penalty=sp.frequency_penalty,
+        repetition_penalty=sp.repetition_penalty, temperature=sp.temperature,
+        watermarking=fields.watermarking, top_p=sp.top_p, top_k=sp.top_k,
+        min_p=sp.min_p, seed=None if seed == -1 else seed, stop=sp.stop,
+        stop_token_ids=stop_ids, ignore_eos=ignore_eos, max_tokens=sp.max_tokens,
+        min_tokens=sp.min_tokens, logprobs=sp.logprobs,
+        prompt_logprobs=sp.prompt_logprobs, logprob_token_ids=fields.logprob_token_ids,
+        skip_special_tokens=fields.skip_special_tokens,
+        spaces_between_special_tokens=fields.spaces_between_special_tokens,
         include_stop_str_in_output=include_stop,
         output_kind=int(OutputKind.DELTA if stream else OutputKind.FINAL_ONLY),
-        stream_interval=fields.get("stream_interval"), skip_clone=True,
-        output_text_buffer_length=(max(len(s) for s in sp["stop"]) - 1
-                                   if sp["stop"] and not include_stop else 0),
+        stream_interval=fields.stream_interval, skip_clone=True,
+        output_text_buffer_length=(max(len(s) for s in sp.stop) - 1
+                                   if sp.stop and not include_stop else 0),
         eos_token_id=None if ignore_eos else tokenizer_eos,
         all_stop_token_ids=sorted(all_stop),
         structured_outputs=structured_outputs_for(fields, ctx),
-        logit_bias=sp["logit_bias"], allowed_token_ids=sp["allowed_token_ids"],
-        extra_args=extra_args or None, bad_words=sp["bad_words"],
-        bad_words_token_ids=(bad_words_token_ids(ctx.tokenizer, sp["bad_words"])
-                             if sp["bad_words"] else None),
-        skip_reading_prefix_cache=sp["prompt_logprobs"] is not None,
+        logit_bias=sp.logit_bias, allowed_token_ids=sp.allowed_token_ids,
+        extra_args=extra_args or None, bad_words=sp.bad_words,
+        bad_words_token_ids=(bad_words_token_ids(ctx.tokenizer, sp.bad_words)
+                             if sp.bad_words else None),
+        skip_reading_prefix_cache=sp.prompt_logprobs is not None,
         thinking_token_budget=None if budget == -1 else budget,
-        repetition_detection=fields.get("repetition_detection"),
+        repetition_detection=fields.repetition_detection,
     )
     try:
         validate_sampling_params(wire, ctx.tokenizer.vocab_size)

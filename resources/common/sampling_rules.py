@@ -12,7 +12,9 @@ Runs on: request pool threads (pure functions).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Protocol
+
+import msgspec
 
 from errors import InvalidRequest
 from runtime.serving_context import ServingContext
@@ -34,15 +36,22 @@ def unsupported(what: str, param: str) -> InvalidRequest:
     return plain_error(f"{what} is not supported by this server (greenfront).", param)
 
 
-def refuse_unimplemented(f: dict[str, Any]) -> None:
+class Refusable(Protocol):
+    """The request fields ``refuse_unimplemented`` looks at (completions and chat requests)."""
+
+    use_beam_search: bool
+    logits_processors: Any
+
+
+def refuse_unimplemented(f: Refusable) -> None:
     """The serving-layer refusals completions and chat share, in vLLM's check order: beam search,
-    prompt embeddings (completions only), logits processors."""
-    if f["use_beam_search"]:
+    prompt embeddings (completions only: chat requests have no such field), logits processors."""
+    if f.use_beam_search:
         raise plain_error("Beam search is not supported by this server (greenfront); use "
                           "sampling with n instead.", "use_beam_search")
-    if f.get("prompt_embeds") is not None:
+    if getattr(f, "prompt_embeds", None) is not None:
         raise unsupported("prompt_embeds", "prompt_embeds")
-    if f["logits_processors"] is not None:
+    if f.logits_processors is not None:
         raise unsupported("logits_processors", "logits_processors")
 
 
@@ -77,11 +86,18 @@ def convert_logit_bias(bias: dict | None) -> dict[int, float] | None:
     return out
 
 
-def structured_outputs_for(fields: dict, ctx: ServingContext) -> dict | None:
+class Constrained(Protocol):
+    """The request fields a structured-output constraint comes from."""
+
+    structured_outputs: dict[str, Any] | None
+    response_format: dict[str, Any] | None
+
+
+def structured_outputs_for(fields: Constrained, ctx: ServingContext) -> dict | None:
     """``response_format`` / ``structured_outputs`` -> the 11-key wire map, checked, with the
     ``_backend`` the deployment's ``--structured-outputs-config`` selects."""
-    params = dict(fields.get("structured_outputs") or {})
-    rf = fields.get("response_format")
+    params = dict(fields.structured_outputs or {})
+    rf = fields.response_format
     kind = rf.get("type") if rf else None
     if kind == "json_object":
         params["json_object"] = True
@@ -119,68 +135,95 @@ def bad_words_token_ids(tokenizer: Any, words: list[str]) -> list[list[int]]:
     return out
 
 
-def check_like_vllm(sp: dict, n: int, ctx: ServingContext) -> None:
+class SamplingValues(msgspec.Struct, kw_only=True):
+    """The values vLLM's SamplingParams checks look at (``check_like_vllm``,
+    ``check_engine_side``): the completions and chat builder's, after defaults and conversions.
+    /inference/v1/generate's ``GenerateSampling`` has the same attributes (it takes
+    SamplingParams fields as they are, ``extra_args``, ``stream_interval`` and ``detokenize``
+    included, which the OpenAI endpoints never set)."""
+
+    presence_penalty: float
+    frequency_penalty: float
+    repetition_penalty: float
+    temperature: float
+    top_p: float
+    top_k: int
+    min_p: float
+    max_tokens: int | None
+    min_tokens: int
+    logprobs: int | None
+    prompt_logprobs: int | None
+    stop: list[str]
+    stop_token_ids: list[int]
+    bad_words: list[str]
+    logit_bias: dict[int, float] | None
+    allowed_token_ids: list[int] | None
+    thinking_token_budget: int | None
+    extra_args: dict[str, Any] | None = None
+    stream_interval: int | None = None
+    detokenize: bool = True
+
+
+def check_like_vllm(sp: SamplingValues, n: int, ctx: ServingContext) -> None:
     """SamplingParams checks in vLLM's order and wording (which ones carry a parameter).
 
-    ``max_tokens`` may be None (vLLM skips its checks then). ``extra_args``,
-    ``stream_interval`` and ``detokenize`` are checked only when ``sp`` has them
-    (/inference/v1/generate takes SamplingParams fields as they are).
+    ``max_tokens`` may be None (vLLM skips its checks then).
     """
     if n < 1:
         raise InvalidRequest(f"n must be at least 1, got {n}.")
     if n > ctx.max_n:
         raise InvalidRequest(f"n must be at most {ctx.max_n}, got {n}. To increase this limit, "
                              "set the VLLM_MAX_N_SEQUENCES environment variable.")
-    if sp.get("extra_args"):
-        _check_extra_args(sp["extra_args"])
+    if sp.extra_args:
+        _check_extra_args(sp.extra_args)
     for name in ("presence_penalty", "frequency_penalty"):
-        if not -2.0 <= sp[name] <= 2.0:
-            raise InvalidRequest(f"{name} must be in [-2, 2], got {sp[name]}.")
-    rep = sp["repetition_penalty"]
+        if not -2.0 <= getattr(sp, name) <= 2.0:
+            raise InvalidRequest(f"{name} must be in [-2, 2], got {getattr(sp, name)}.")
+    rep = sp.repetition_penalty
     if not math.isfinite(rep):
         raise InvalidRequest(f"repetition_penalty must be a finite number, got {rep}.")
     if rep <= 0.0:
         raise InvalidRequest(f"repetition_penalty must be greater than zero, got {rep}.")
-    t = sp["temperature"]
+    t = sp.temperature
     for bad, text in ((not math.isfinite(t), "must be a finite number"),
                       (t < 0.0, "must be non-negative"), (t > 2.0, "must be in [0, 2]")):
         if bad:
             raise InvalidRequest(f"temperature {text}, got {t}.", param="temperature", value=t,
                                  show_value=True)
-    if not 0.0 < sp["top_p"] <= 1.0:
-        raise InvalidRequest(f"top_p must be in (0, 1], got {sp['top_p']}.", param="top_p",
-                             value=sp["top_p"], show_value=True)
-    if sp["top_k"] < -1:
-        raise InvalidRequest(f"top_k must be 0 (disable), or at least 1, got {sp['top_k']}.")
-    if not 0.0 <= sp["min_p"] <= 1.0:
-        raise InvalidRequest(f"min_p must be in [0, 1], got {sp['min_p']}.")
-    mt = sp["max_tokens"]
+    if not 0.0 < sp.top_p <= 1.0:
+        raise InvalidRequest(f"top_p must be in (0, 1], got {sp.top_p}.", param="top_p",
+                             value=sp.top_p, show_value=True)
+    if sp.top_k < -1:
+        raise InvalidRequest(f"top_k must be 0 (disable), or at least 1, got {sp.top_k}.")
+    if not 0.0 <= sp.min_p <= 1.0:
+        raise InvalidRequest(f"min_p must be in [0, 1], got {sp.min_p}.")
+    mt = sp.max_tokens
     if mt is not None and mt < 1:
         raise InvalidRequest(f"max_tokens must be at least 1, got {mt}.", param="max_tokens",
                              value=mt, show_value=True)
-    if sp["min_tokens"] < 0:
+    if sp.min_tokens < 0:
         raise InvalidRequest("min_tokens must be greater than or equal to 0, got "
-                             f"{sp['min_tokens']}.")
-    if mt is not None and sp["min_tokens"] > mt:
+                             f"{sp.min_tokens}.")
+    if mt is not None and sp.min_tokens > mt:
         raise InvalidRequest(f"min_tokens must be less than or equal to max_tokens={mt}, got "
-                             f"{sp['min_tokens']}.")
-    interval = sp.get("stream_interval")
+                             f"{sp.min_tokens}.")
+    interval = sp.stream_interval
     if interval is not None and interval < 1:
         raise InvalidRequest(f"stream_interval must be at least 1, got {interval}.",
                              param="stream_interval", value=interval, show_value=True)
     for name in ("logprobs", "prompt_logprobs"):
-        value = sp[name]
+        value = getattr(sp, name)
         if value is not None and value != -1 and value < 0:
             raise InvalidRequest(f"{name} must be non-negative or -1, got {value}.", param=name,
                                  value=value, show_value=True)
-    if any(not s for s in sp["stop"]):
+    if any(not s for s in sp.stop):
         raise InvalidRequest("stop cannot contain an empty string.")
-    if sp["stop"] and not sp.get("detokenize", True):
+    if sp.stop and not sp.detokenize:
         raise InvalidRequest("stop strings are only supported when detokenize is True. "
                              "Set detokenize=True to use stop.")
-    if any(not w for w in sp["bad_words"]):
+    if any(not w for w in sp.bad_words):
         raise InvalidRequest(f"bad_words cannot contain an empty string. Got bad_words="
-                             f"{sp['bad_words']}")
+                             f"{sp.bad_words}")
     if t < _SAMPLING_EPS and n > 1:
         raise InvalidRequest(f"n must be 1 when using greedy sampling, got {n}.")
 
@@ -198,17 +241,17 @@ def _check_extra_args(extra_args: Any) -> None:
             pending.extend([*value.keys(), *value.values()] if isinstance(value, dict) else value)
 
 
-def check_engine_side(sp: dict, ctx: ServingContext) -> None:
+def check_engine_side(sp: SamplingValues, ctx: ServingContext) -> None:
     """The checks vLLM's engine client runs after building SamplingParams (vocab, logprobs,
     a thinking budget without a reasoning parser: vLLM's ``reasoning_config``)."""
-    budget = sp.get("thinking_token_budget")
+    budget = sp.thinking_token_budget
     if budget is not None and budget != -1 and ctx.output_parsers.reasoning_parser is None:
         raise InvalidRequest("thinking_token_budget is set but reasoning_config is not "
                              "configured. Please set --reasoning-parser and/or "
                              "--reasoning-config to use thinking_token_budget.")
     vocab = ctx.tokenizer.vocab_size
     for name, label in (("logprobs", "sample"), ("prompt_logprobs", "prompt")):
-        value = sp[name]
+        value = getattr(sp, name)
         if value:
             requested = vocab if value == -1 else value
             limit = vocab if ctx.max_logprobs == -1 else ctx.max_logprobs
@@ -217,12 +260,12 @@ def check_engine_side(sp: dict, ctx: ServingContext) -> None:
                                      f"greater than max allowed: {limit}", param=name,
                                      value=requested, show_value=True)
     for name in ("stop_token_ids", "logit_bias"):
-        bad = [t for t in (sp[name] or ()) if t < 0 or t >= vocab]
+        bad = [t for t in (getattr(sp, name) or ()) if t < 0 or t >= vocab]
         if bad:
             raise InvalidRequest(f"token_id(s) {bad} in {name} contain out-of-vocab token ids. "
                                  f"Vocabulary size: {vocab}", param=name, value=bad,
                                  show_value=True)
-    allowed = sp["allowed_token_ids"]
+    allowed = sp.allowed_token_ids
     if allowed is not None:
         if not allowed:
             raise InvalidRequest("allowed_token_ids is not None and empty!",

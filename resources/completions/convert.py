@@ -13,7 +13,7 @@ from typing import Any
 
 from errors import InvalidRequest
 from runtime.serving_context import ServingContext
-from resources.common.fields import parse_fields, require_object
+from resources.common.fields import parse_struct, require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
 from resources.common.prompts import (check_not_empty, make_rule, tokenize_ids, tokenize_texts)
 from resources.common.sampling import (build_sampling_params, fan_out, max_tokens_for,
@@ -32,14 +32,14 @@ def _split_prompts(prompt: Any) -> list[str | list[int]]:
     return list(prompt)
 
 
-def _tokenized_prompts(f: dict, ctx: ServingContext, requested: int | None
+def _tokenized_prompts(f: types.CompletionRequest, ctx: ServingContext, requested: int | None
                        ) -> tuple[list, list[list[int]]]:
     """The request's prompts and their token ids (truncated and length-checked)."""
     rule = make_rule(ctx, max_output_tokens=requested or 0, output_param="max_tokens",
-                     truncate_prompt_tokens=f["truncate_prompt_tokens"],
-                     truncation_side=f["truncation_side"],
-                     add_special_tokens=f["add_special_tokens"])
-    prompts = _split_prompts(f["prompt"])
+                     truncate_prompt_tokens=f.truncate_prompt_tokens,
+                     truncation_side=f.truncation_side,
+                     add_special_tokens=f.add_special_tokens)
+    prompts = _split_prompts(f.prompt)
     if not prompts:
         raise InvalidRequest("You must pass at least one prompt")
     texts = [p for p in prompts if isinstance(p, str)]
@@ -74,24 +74,24 @@ def prepare_completion(body: Any, ctx: ServingContext, *,
     """
     body = require_object(body)
     validate.check_raw(body, ctx)
-    f = parse_fields(body, types.fields(ctx.max_stop_strings))
-    lora = ctx.resolve_model(f["model"])
+    f = parse_struct(body, types.fields(ctx.max_stop_strings), types.CompletionRequest)
+    lora = ctx.resolve_model(f.model)
     validate.check_request(f)
 
-    requested = types.DEFAULT_MAX_TOKENS if f["max_tokens"] is None else f["max_tokens"]
-    echo = bool(f["echo"])
+    requested = types.DEFAULT_MAX_TOKENS if f.max_tokens is None else f.max_tokens
+    echo = bool(f.echo)
     prompts, token_prompts = _tokenized_prompts(f, ctx, requested)
 
-    stream = bool(f["stream"])
+    stream = bool(f.stream)
     include_usage, continuous = usage_flags(f, ctx) if stream else (False, False)
-    n = f["n"]
-    logprobs = f["logprobs"]
-    prompt_logprobs = f["prompt_logprobs"]
+    n = f.n
+    logprobs = f.logprobs
+    prompt_logprobs = f.prompt_logprobs
     if prompt_logprobs is None and echo:
         prompt_logprobs = logprobs  # vLLM echoes prompt logprobs with the same k
     echo_only = echo and requested == 0  # engine runs one token; the response shows the prompt
-    return_token_ids = bool(f["return_token_ids"])
-    request_id = response_id("cmpl-", f["request_id"], header_request_id)
+    return_token_ids = bool(f.return_token_ids)
+    request_id = response_id("cmpl-", f.request_id, header_request_id)
 
     choices: list[PreparedChoice] = []
     for pi, (prompt, ids) in enumerate(zip(prompts, token_prompts)):
@@ -106,18 +106,13 @@ def prepare_completion(body: Any, ctx: ServingContext, *,
             choices.append(PreparedChoice(
                 index=pi * n + i, prompt_index=pi,
                 external_req_id=f"{i}_{base_id}" if n > 1 else base_id,
-                prompt_token_ids=ids, prompt_text=text, sampling_params=child,
-                skip_special_tokens=f["skip_special_tokens"],
-                spaces_between_special_tokens=f["spaces_between_special_tokens"],
-                stop=list(child.stop or ()),
-                include_stop_str_in_output=f["include_stop_str_in_output"],
-                min_tokens=f["min_tokens"], logprobs=logprobs, prompt_logprobs=prompt_logprobs))
+                prompt_token_ids=ids, prompt_text=text, sampling_params=child))
 
     return PreparedRequest(
         kind="completion", request_id=request_id, created=now(), model=ctx.response_model(lora),
         stream=stream, choices=choices, include_usage=include_usage,
         continuous_usage=continuous, return_token_ids=return_token_ids, echo=echo,
         echo_only=echo_only, logprobs=logprobs,
-        return_tokens_as_token_ids=bool(f["return_tokens_as_token_ids"]), n=n,
-        num_prompts=len(prompts), priority=f["priority"], cache_salt=f["cache_salt"],
+        return_tokens_as_token_ids=bool(f.return_tokens_as_token_ids), n=n,
+        num_prompts=len(prompts), priority=f.priority, cache_salt=f.cache_salt,
         lora_request=lora)

@@ -1,16 +1,18 @@
 """/v1/completions request fields: names, lax types and defaults, in vLLM's declaration order.
 
-Data only: ``fields(ctx)`` is the table ``resources.common.fields.parse_fields`` runs.
+Data only: ``fields(max_stop_strings)`` is the table ``resources.common.fields.parse_struct``
+runs into ``CompletionRequest``.
 
 Runs on: request pool threads (pure data).
 """
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
-from resources.common.fields import (Field, v_bool, v_int, v_int_list, v_list, v_nullable, v_str,
-                                     v_union, v_any)
-from resources.common.sampling import sampling_fields
+from resources.common.fields import (Field, v_any, v_bool, v_int, v_int_list, v_list, v_nullable,
+                                     v_str, v_union)
+from resources.common.sampling import SamplingRequest, sampling_fields
 
 DEFAULT_MAX_TOKENS = 16
 
@@ -37,3 +39,19 @@ def fields(max_stop_strings: int) -> list[Field]:
         ("logits_processors", v_any(), None),
     ]
     return head + sampling_fields(max_stop_strings) + tail
+
+
+class CompletionRequest(SamplingRequest, kw_only=True):
+    """A /v1/completions request (``fields``), typed."""
+
+    model: str | None
+    prompt: str | list[str] | list[int] | list[list[int]] | None
+    echo: bool | None
+    logprobs: int | None
+    max_tokens: int | None
+    n: int
+    suffix: str | None
+    best_of: int | None
+    add_special_tokens: bool
+    prompt_embeds: Any
+    logits_processors: Any

@@ -16,6 +16,7 @@ from resources.common.sampling import plain_error
 from resources.common.sampling_rules import (check_logprob_counts, check_thinking_token_budget,
                                              refuse_unimplemented)
 from resources.common.structured_outputs import check_structural_tags
+from resources.completions.types import CompletionRequest
 
 
 def _check_logprobs_raw(body: dict) -> None:
@@ -68,22 +69,22 @@ def check_raw(body: dict, ctx: ServingContext) -> None:
     check_thinking_token_budget(body.get("thinking_token_budget"))
 
 
-def check_request(f: dict[str, Any]) -> None:
+def check_request(f: CompletionRequest) -> None:
     """Serving-layer refusals that come before tokenization.
 
     Raises:
         InvalidRequest: beam search (streamed: vLLM's message; otherwise unsupported here),
             prompt embeddings, logits processors, suffix (no FIM rendering for this model).
     """
-    if f["stream"] and f["use_beam_search"]:
+    if f.stream and f.use_beam_search:
         raise InvalidRequest("Streaming is not currently supported with beam search")
     refuse_unimplemented(f)
-    if f["suffix"] is not None:
-        if f["echo"]:
+    if f.suffix is not None:
+        if f.echo:
             raise plain_error("Echo is unsupported with suffix.", "suffix")
-        if f["truncate_prompt_tokens"] is not None:
+        if f.truncate_prompt_tokens is not None:
             raise plain_error("suffix is not supported with truncate_prompt_tokens", "suffix")
-        prompt = f["prompt"]
+        prompt = f.prompt
         textual = isinstance(prompt, str) or all(isinstance(p, str) for p in prompt or ())
         raise plain_error("suffix is only supported for models with FIM completion rendering"
                           if textual else "suffix requires text prompt input for FIM completion "

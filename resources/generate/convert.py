@@ -25,7 +25,7 @@ from resources.common.prepared import PreparedChoice, PreparedRequest, now, resp
 from resources.common.prompts import check_vocab
 from resources.common.sampling import build_sampling_params, fan_out
 from resources.common.sampling_rules import check_engine_side
-from resources.generate import validate
+from resources.generate import types, validate
 
 ID_PREFIX = "generate-tokens-"
 
@@ -41,7 +41,7 @@ def prepare_generate(body: Any, ctx: ServingContext, *,
             ``request_id``.
 
     Returns:
-        The prepared request; ``extra`` holds ``output_mode`` and ``detokenize``.
+        The prepared request (``output_mode`` set).
 
     Raises:
         RequestValidationError: schema/type errors ("Bad Request").
@@ -51,12 +51,12 @@ def prepare_generate(body: Any, ctx: ServingContext, *,
     body = require_object(body)
     validate.check_raw(body)
     f, sp, provided = validate.parse_request(body, ctx)
-    lora = ctx.resolve_model(f["model"])
+    lora = ctx.resolve_model(f.model)
     validate.check_request(f, sp)
 
-    ids = f["token_ids"]
+    ids = f.token_ids
     check_vocab(ctx, ids)
-    max_tokens = sp["max_tokens"]
+    max_tokens = sp.max_tokens
     if "max_tokens" not in provided:
         max_tokens = validate.default_max_tokens(ctx, len(ids))
     check_engine_side(sp, ctx)
@@ -65,47 +65,42 @@ def prepare_generate(body: Any, ctx: ServingContext, *,
     if max_tokens is None:  # null: the engine client generates up to the context length
         max_tokens = ctx.max_model_len - len(ids)
 
-    stream = bool(f["stream"])
+    stream = bool(f.stream)
     wire = _to_wire(f, sp, ctx, max_tokens=max_tokens, stream=stream)
-    options = f["stream_options"] if stream else None
+    options = f.stream_options if stream else None
     include_usage = bool(options and options["include_usage"])
-    request_id = response_id(ID_PREFIX, f["request_id"], header_request_id)
-    n = sp["n"]
+    request_id = response_id(ID_PREFIX, f.request_id, header_request_id)
+    n = sp.n
     choices = [
         PreparedChoice(
             index=i, prompt_index=0, external_req_id=f"{i}_{request_id}" if n > 1 else request_id,
-            prompt_token_ids=ids, prompt_text=None, sampling_params=child,
-            skip_special_tokens=sp["skip_special_tokens"],
-            spaces_between_special_tokens=sp["spaces_between_special_tokens"],
-            stop=list(sp["stop"]), include_stop_str_in_output=sp["include_stop_str_in_output"],
-            min_tokens=sp["min_tokens"], logprobs=sp["logprobs"],
-            prompt_logprobs=sp["prompt_logprobs"])
+            prompt_token_ids=ids, prompt_text=None, sampling_params=child)
         for i, child in enumerate(fan_out(wire, n))]
     return PreparedRequest(
         kind="generate", request_id=request_id, created=now(), model=ctx.response_model(lora),
         stream=stream, choices=choices, include_usage=include_usage,
         continuous_usage=include_usage and bool(options["continuous_usage_stats"]),
-        return_token_ids=bool(f["return_token_ids"]), logprobs=sp["logprobs"], n=n,
-        priority=f["priority"], cache_salt=f["cache_salt"], lora_request=lora,
-        extra={"output_mode": f["output_mode"], "detokenize": sp["detokenize"]})
+        return_token_ids=bool(f.return_token_ids), logprobs=sp.logprobs, n=n,
+        priority=f.priority, cache_salt=f.cache_salt, lora_request=lora,
+        output_mode=f.output_mode)
 
 
-def _to_wire(f: dict, sp: dict, ctx: ServingContext, *, max_tokens: int,
-             stream: bool) -> SamplingParams:
+def _to_wire(f: types.GenerateRequest, sp: types.GenerateSampling, ctx: ServingContext, *,
+             max_tokens: int, stream: bool) -> SamplingParams:
     """The wire SamplingParams for one sample (n = 1 on the wire; ``fan_out`` makes n)."""
-    shared = dict(sp, vllm_xargs=None, kv_transfer_params=None, response_format=None)
-    wire = build_sampling_params(shared, ctx, n=sp["n"], max_tokens=max_tokens,
-                                 logprobs=sp["logprobs"], prompt_logprobs=sp["prompt_logprobs"],
+    wire = build_sampling_params(sp, ctx, n=sp.n, max_tokens=max_tokens,
+                                 logprobs=sp.logprobs, prompt_logprobs=sp.prompt_logprobs,
                                  stream=stream)
-    extra_args = sp["extra_args"]
+    extra_args = sp.extra_args
     for name in ("kv_transfer_params", "ec_transfer_params"):
-        if f[name] is not None:  # vLLM hands disaggregation parameters to the engine this way
-            extra_args = dict(extra_args or {}, **{name: f[name]})
-    skip_prefix = sp["skip_reading_prefix_cache"]
+        value = getattr(f, name)
+        if value is not None:  # vLLM hands disaggregation parameters to the engine this way
+            extra_args = dict(extra_args or {}, **{name: value})
+    skip_prefix = sp.skip_reading_prefix_cache
     wire = msgspec.structs.replace(
-        wire, logit_bias=sp["logit_bias"], extra_args=extra_args, detokenize=sp["detokenize"],
-        flat_logprobs=sp["flat_logprobs"], prompt_logprob_start=sp["prompt_logprob_start"],
-        routed_experts_prompt_start=sp["routed_experts_prompt_start"],
+        wire, logit_bias=sp.logit_bias, extra_args=extra_args, detokenize=sp.detokenize,
+        flat_logprobs=sp.flat_logprobs, prompt_logprob_start=sp.prompt_logprob_start,
+        routed_experts_prompt_start=sp.routed_experts_prompt_start,
         skip_reading_prefix_cache=(wire.skip_reading_prefix_cache if skip_prefix is None
                                    else skip_prefix))
     try:

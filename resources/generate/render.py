@@ -59,7 +59,7 @@ class GenerateState(RequestState):
     """A request's output state plus what /generate reports besides the tokens.
 
     Args:
-        prepared: the converted request (``extra["output_mode"]``, ``extra["detokenize"]``).
+        prepared: the converted request (``output_mode``; ``detokenize`` from its SamplingParams).
         ctx: the serving context.
         generation: the engine requests; their streams carry the weight-version spans.
     """
@@ -67,8 +67,8 @@ class GenerateState(RequestState):
     def __init__(self, prepared: PreparedRequest, ctx: ServingContext,
                  generation: Any = None) -> None:
         super().__init__(prepared, ctx)
-        self.text_mode = prepared.extra["output_mode"] == "text"
-        self.detokenize = prepared.extra["detokenize"]
+        self.text_mode = prepared.output_mode == "text"
+        self.detokenize = prepared.choices[0].sampling_params.detokenize
         self._streams = list(generation.streams) if generation is not None else []
         self.kv_transfer_params: dict | None = None
         self.ec_transfer_params: dict | None = None
@@ -154,7 +154,7 @@ class GenerateStreamRenderer:
 
     def __init__(self, prepared: PreparedRequest, ctx: ServingContext) -> None:
         self.prepared = prepared
-        self.mode = prepared.extra["output_mode"]
+        self.mode = prepared.output_mode
         self.text_mode = self.mode == "text"
         # vLLM attaches the prompt to the first chunk it writes, whichever choice that is.
         self._prompt_ids = (prepared.choices[0].prompt_token_ids
@@ -228,7 +228,7 @@ def render_generate_response(prepared: PreparedRequest, state: GenerateState) ->
         "mm_placeholders": None, "metrics": None,
         "kv_transfer_params": state.kv_transfer_params,
         "ec_transfer_params": state.ec_transfer_params,
-        "output_mode": prepared.extra["output_mode"], "choices": choices})
+        "output_mode": prepared.output_mode, "choices": choices})
 
 
 def _prompt_logprobs(state: GenerateState) -> list | None:

@@ -3,13 +3,15 @@
 Data only (plus three small validators for types the shared combinators lack). The request is
 vLLM's ``GenerateRequest``; its ``sampling_params`` object is a ``SamplingParams`` taken field
 for field (its dataclass defaults, not the OpenAI endpoints' generation-config defaults).
-``validate.parse_request`` runs the tables.
+``validate.parse_request`` runs the tables into ``GenerateRequest`` and ``GenerateSampling``.
 
 Runs on: request pool threads (pure data).
 """
 from __future__ import annotations
 
 from typing import Any
+
+import msgspec
 
 from resources.common.fields import (INVALID, MISSING, Field, Validator, add_error, described,
                                      schema_of, v_any, v_bool, v_dict, v_float, v_int,
@@ -142,3 +144,85 @@ SAMPLING: list[Field] = [
     ("routed_experts_prompt_start", v_int(), 0),
     ("trace_decode_token_ids", v_nullable(v_int_list()), None),
 ]
+
+
+class GenerateRequest(msgspec.Struct, kw_only=True, frozen=True):
+    """An /inference/v1/generate request's own fields (``HEAD`` and ``TAIL``), typed."""
+
+    request_id: str | None
+    token_ids: list[int]
+    token_offsets: Any
+    features: Any
+    content_parts: list[dict[str, Any]] | None
+    model: str | None
+    reasoning_ended: bool | None
+    reasoning_parser_kwargs: dict[str, Any] | None
+    return_token_ids: bool | None
+    output_mode: str
+    stream: bool | None
+    stream_options: dict[str, bool | None] | None
+    cache_salt: str | None
+    priority: int
+    kv_transfer_params: dict[str, Any] | None
+    ec_transfer_params: dict[str, Any] | None
+
+
+class GenerateSampling(msgspec.Struct, kw_only=True):
+    """Its ``sampling_params`` (``SAMPLING``), typed, with SamplingParams' defaults filled in;
+    mutable, as ``validate.construct_sampling`` normalizes it the way SamplingParams'
+    ``__post_init__`` does."""
+
+    n: int
+    presence_penalty: float
+    frequency_penalty: float
+    repetition_penalty: float
+    temperature: float
+    watermarking: bool | None
+    top_p: float
+    top_k: int
+    min_p: float
+    seed: int | None
+    stop: str | list[str] | None
+    stop_token_ids: list[int] | None
+    ignore_eos: bool
+    max_tokens: int | None
+    min_tokens: int
+    logprobs: int | None
+    prompt_logprobs: int | None
+    prompt_logprob_token_ids: Any
+    prompt_logprob_start: int | None
+    logprob_token_ids: list[int] | None
+    flat_logprobs: bool
+    detokenize: bool
+    skip_special_tokens: bool
+    spaces_between_special_tokens: bool
+    include_stop_str_in_output: bool
+    output_kind: int
+    stream_interval: int | None
+    skip_clone: bool
+    output_text_buffer_length: int
+    structured_outputs: dict[str, Any] | None
+    logit_bias: dict[int, float] | None
+    allowed_token_ids: list[int] | None
+    extra_args: dict[str, Any] | None
+    bad_words: list[str] | None
+    skip_reading_prefix_cache: bool | None
+    thinking_token_budget: int | None
+    repetition_detection: dict[str, Any] | None
+    routed_experts_prompt_start: int
+    trace_decode_token_ids: list[int] | None
+
+    # What the shared SamplingParams builder (``resources.common.sampling``) reads of the OpenAI
+    # endpoints' requests and SamplingParams has no field for: none here (``convert`` adds the
+    # transfer parameters to ``extra_args`` itself).
+    @property
+    def vllm_xargs(self) -> None:
+        return None
+
+    @property
+    def kv_transfer_params(self) -> None:
+        return None
+
+    @property
+    def response_format(self) -> None:
+        return None

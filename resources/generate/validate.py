@@ -43,7 +43,8 @@ def check_raw(body: dict) -> None:
                              "contain '@', '/', '\\\\', or NUL.", param="cache_salt")
 
 
-def parse_request(body: dict, ctx: ServingContext) -> tuple[dict, dict, frozenset]:
+def parse_request(body: dict, ctx: ServingContext
+                  ) -> tuple[types.GenerateRequest, types.GenerateSampling, frozenset]:
     """Field types, the SamplingParams constructor checks and the "after" validators.
 
     Returns:
@@ -62,22 +63,24 @@ def parse_request(body: dict, ctx: ServingContext) -> tuple[dict, dict, frozense
     errors.extend(tail_errors)
     if errors:
         raise validation_error(errors)
-    fields = {**head, **tail}
+    fields = types.GenerateRequest(**head, **tail)
     _check_after(body, fields, sampling)
     return fields, sampling, provided
 
 
-def _parse_sampling(body: dict, ctx: ServingContext, errors: list) -> tuple[dict, frozenset]:
-    """``sampling_params``: pydantic's union "SamplingParams instance | typed dict"."""
+def _parse_sampling(body: dict, ctx: ServingContext, errors: list
+                    ) -> tuple[types.GenerateSampling | None, frozenset]:
+    """``sampling_params``: pydantic's union "SamplingParams instance | typed dict" (None
+    when it has errors, which are added to ``errors``)."""
     loc = ("body", "sampling_params")
     if "sampling_params" not in body:
         add_error(errors, "missing", loc, "Field required", body)
-        return {}, frozenset()
+        return None, frozenset()
     value = body["sampling_params"]
     if not isinstance(value, dict):
         _not_an_instance(errors, loc, value)
         add_error(errors, "dict_type", loc, "Input should be a valid dictionary", value)
-        return {}, frozenset()
+        return None, frozenset()
     mine: list = []
     out: dict[str, Any] = {}
     for name, validator, default in types.SAMPLING:
@@ -85,8 +88,8 @@ def _parse_sampling(body: dict, ctx: ServingContext, errors: list) -> tuple[dict
     if mine:
         _not_an_instance(errors, loc, value)
         errors.extend(mine)
-        return {}, frozenset()
-    return construct_sampling(out, ctx), frozenset(value)
+        return None, frozenset()
+    return construct_sampling(types.GenerateSampling(**out), ctx), frozenset(value)
 
 
 def _not_an_instance(errors: list, loc: tuple, value: Any) -> None:
@@ -94,38 +97,40 @@ def _not_an_instance(errors: list, loc: tuple, value: Any) -> None:
               value, {"class": "SamplingParams"})
 
 
-def construct_sampling(sp: dict, ctx: ServingContext) -> dict:
-    """SamplingParams' ``__post_init__``: normalizations, then its checks in order.
+def construct_sampling(sp: types.GenerateSampling, ctx: ServingContext
+                       ) -> types.GenerateSampling:
+    """SamplingParams' ``__post_init__`` on ``sp`` (in place): normalizations, then its checks
+    in order.
 
     Raises:
         InvalidRequest: the first failing check, worded as vLLM words it.
     """
-    sp = dict(sp)
-    if 0 < sp["temperature"] < _MIN_TEMPERATURE:
-        sp["temperature"] = _MIN_TEMPERATURE
-    if sp["seed"] == -1:
-        sp["seed"] = None
-    budget = sp["thinking_token_budget"]
+    if 0 < sp.temperature < _MIN_TEMPERATURE:
+        sp.temperature = _MIN_TEMPERATURE
+    if sp.seed == -1:
+        sp.seed = None
+    budget = sp.thinking_token_budget
     check_thinking_token_budget(budget)
     if budget == -1:
-        sp["thinking_token_budget"] = None
-    stop = sp["stop"]
-    sp["stop"] = [] if stop is None else [stop] if isinstance(stop, str) else stop
-    sp["stop_token_ids"] = list(dict.fromkeys(sp["stop_token_ids"] or ()))
-    sp["bad_words"] = list(dict.fromkeys(sp["bad_words"] or ()))
-    check_like_vllm(sp, sp["n"], ctx)
-    if sp["temperature"] < _SAMPLING_EPS:
-        sp.update(top_p=1.0, top_k=0, min_p=0.0)
+        sp.thinking_token_budget = None
+    stop = sp.stop
+    sp.stop = [] if stop is None else [stop] if isinstance(stop, str) else stop
+    sp.stop_token_ids = list(dict.fromkeys(sp.stop_token_ids or ()))
+    sp.bad_words = list(dict.fromkeys(sp.bad_words or ()))
+    check_like_vllm(sp, sp.n, ctx)
+    if sp.temperature < _SAMPLING_EPS:
+        sp.top_p, sp.top_k, sp.min_p = 1.0, 0, 0.0
     return sp
 
 
-def _check_after(body: dict, fields: dict, sampling: dict) -> None:
+def _check_after(body: dict, fields: types.GenerateRequest,
+                 sampling: types.GenerateSampling) -> None:
     """GenerateRequest's "after" validators (pydantic ``value_error`` at ``body``)."""
     message = None
-    if fields["content_parts"] and fields["features"]:
+    if fields.content_parts and fields.features:
         message = "content_parts and features are mutually exclusive"
-    elif fields["output_mode"] != "tokens" and not sampling["detokenize"]:
-        message = (f"output_mode={fields['output_mode']!r} requires sampling_params.detokenize "
+    elif fields.output_mode != "tokens" and not sampling.detokenize:
+        message = (f"output_mode={fields.output_mode!r} requires sampling_params.detokenize "
                    "to be true")
     if message is not None:
         errors: list = []
@@ -134,29 +139,29 @@ def _check_after(body: dict, fields: dict, sampling: dict) -> None:
         raise validation_error(errors)
 
 
-def check_request(fields: dict, sampling: dict) -> None:
+def check_request(fields: types.GenerateRequest, sampling: types.GenerateSampling) -> None:
     """The serving layer's refusals before the prompt is looked at, then greenfront's own.
 
     Raises:
         InvalidRequest: vLLM's messages; for what greenfront does not build (multimodal input,
             reasoning hand-over, prompt-token scoring, trace replay), a clear refusal.
     """
-    if fields["stream"] and sampling["prompt_logprob_token_ids"] is not None:
+    if fields.stream and sampling.prompt_logprob_token_ids is not None:
         raise InvalidRequest("prompt_logprob_token_ids are not available when stream=true.")
     try:
-        msgspec.msgpack.encode((sampling, fields["kv_transfer_params"],
-                                fields["ec_transfer_params"]))
+        msgspec.msgpack.encode((sampling, fields.kv_transfer_params,
+                                fields.ec_transfer_params))
     except (OverflowError, TypeError, ValueError) as exc:
         raise InvalidRequest(str(exc)) from None
-    if fields["content_parts"]:
+    if fields.content_parts:
         raise unsupported("content_parts (multimodal input)", "content_parts")
-    if _has_mm_items(fields["features"]):
+    if _has_mm_items(fields.features):
         raise unsupported("features (multimodal input)", "features")
     for name in ("reasoning_ended", "reasoning_parser_kwargs"):
-        if fields[name] is not None:
+        if getattr(fields, name) is not None:
             raise unsupported(name, name)
     for name in ("prompt_logprob_token_ids", "trace_decode_token_ids"):
-        if sampling[name] is not None:
+        if getattr(sampling, name) is not None:
             raise unsupported(f"sampling_params.{name}", name)
 
 
@@ -202,8 +207,8 @@ def check_prompt_length(ctx: ServingContext, prompt_len: int) -> None:
                              "tokens).")
 
 
-def check_routed_experts_start(sampling: dict, prompt_len: int) -> None:
-    start = sampling["routed_experts_prompt_start"]
+def check_routed_experts_start(sampling: types.GenerateSampling, prompt_len: int) -> None:
+    start = sampling.routed_experts_prompt_start
     if not 0 <= start <= prompt_len:
         raise InvalidRequest(f"routed_experts_prompt_start must be between 0 and the prompt "
                              f"length ({prompt_len}), inclusive.",

@@ -16,9 +16,9 @@ from typing import Any
 from errors import InvalidRequest
 from jsonio import dumps
 from resources.chat.convert import render_prompt
-from resources.chat.validate import check_request as check_chat_request
+from resources.chat.validate import check_template_trust
 from runtime.serving_context import ServingContext
-from resources.common.fields import (collect_fields, parse_fields, require_object,
+from resources.common.fields import (collect_fields, parse_struct, require_object,
                                      validation_error)
 from resources.tokenize import types
 
@@ -26,7 +26,7 @@ MAX_TOKENIZER_ID = 2 ** 32 - 1
 """The largest id Hugging Face ``tokenizers`` can decode (ids are u32 there)."""
 
 
-def _pick_form(body: dict) -> tuple[str, dict]:
+def _pick_form(body: dict) -> types.TokenizeChatRequest | types.TokenizeCompletionRequest:
     """vLLM's body is the union ``completion form | chat form``: the chat form when it validates
     and has ``messages``, else the completion form, else both forms' errors (§4.4)."""
     if "messages" in body and body.get("continue_final_message") and body.get(
@@ -35,18 +35,16 @@ def _pick_form(body: dict) -> tuple[str, dict]:
                              "`add_generation_prompt` to True.")
     chat, chat_errors = collect_fields(body, types.CHAT_FIELDS)
     if "messages" in body and not chat_errors:
-        return "chat", chat
+        return types.TokenizeChatRequest(**chat)
     completion, completion_errors = collect_fields(body, types.COMPLETION_FIELDS)
     if not completion_errors:
-        return "completion", completion
+        return types.TokenizeCompletionRequest(**completion)
     raise validation_error(completion_errors + chat_errors)
 
 
-def _chat_prompt(f: dict, ctx: ServingContext) -> str:
+def _chat_prompt(f: types.TokenizeChatRequest, ctx: ServingContext) -> str:
     # Tools need no tool_choice here; only the template-trust rule of chat applies.
-    f.update(tool_choice=None, use_beam_search=False, logits_processors=None, documents=None,
-             reasoning_effort=None)
-    check_chat_request(f, ctx)
+    check_template_trust(f, ctx)
     return render_prompt(ctx, f)[1]
 
 
@@ -57,11 +55,11 @@ def tokenize(body: Any, ctx: ServingContext) -> bytes:
         RequestValidationError, ModelNotFound, InvalidRequest: as /v1/chat/completions and
             /v1/completions would for the same fields.
     """
-    form, f = _pick_form(require_object(body))
-    ctx.check_model(f["model"])
-    text = _chat_prompt(f, ctx) if form == "chat" else f["prompt"]
-    ids = ctx.tokenizer.encode_many([text], f["add_special_tokens"])[0]
-    strs = ctx.tokenizer.convert_ids_to_tokens(ids) if f["return_token_strs"] else None
+    f = _pick_form(require_object(body))
+    ctx.check_model(f.model)
+    text = (_chat_prompt(f, ctx) if isinstance(f, types.TokenizeChatRequest) else f.prompt)
+    ids = ctx.tokenizer.encode_many([text], f.add_special_tokens)[0]
+    strs = ctx.tokenizer.convert_ids_to_tokens(ids) if f.return_token_strs else None
     return dumps({"count": len(ids), "max_model_len": ctx.max_model_len, "tokens": ids,
                   "token_strs": strs})
 
@@ -75,10 +73,10 @@ def detokenize(body: Any, ctx: ServingContext) -> bytes:
         ModelNotFound: unknown ``model``.
     """
     body = require_object(body)
-    f = parse_fields(body, types.DETOKENIZE_FIELDS)
-    ctx.check_model(f["model"])
-    if f["tokens"] and max(f["tokens"]) > MAX_TOKENIZER_ID:
+    f = parse_struct(body, types.DETOKENIZE_FIELDS, types.DetokenizeRequest)
+    ctx.check_model(f.model)
+    if f.tokens and max(f.tokens) > MAX_TOKENIZER_ID:
         # The field allows any i64 (as vLLM's does), the tokenizer only u32 ids; vLLM answers
         # the tokenizer's OverflowError with this 400.
         raise InvalidRequest("number too large to fit in target type")
-    return dumps({"prompt": ctx.tokenizer.decode(f["tokens"], False)})
+    return dumps({"prompt": ctx.tokenizer.decode(f.tokens, False)})

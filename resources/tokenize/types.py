@@ -1,12 +1,14 @@
 """/tokenize and /detokenize request fields (docs/text-parity.md §4.4), in vLLM's declaration order.
 
-Data only, run by ``resources.common.fields.parse_fields``; the completion form and /detokenize
-are filled into the typed requests below (``parse_struct``). The chat form stays a field dict
-because it is handed to the chat endpoint's template rendering.
+Data only, run by ``resources.common.fields.collect_fields``/``parse_struct`` into the typed
+requests below. The chat form is rendered by the chat endpoint's template rendering
+(``resources.chat.convert.render_prompt``), so it answers what that reads.
 
 Runs on: request pool threads (pure data).
 """
 from __future__ import annotations
+
+from typing import Any
 
 import msgspec
 
@@ -48,6 +50,31 @@ class TokenizeCompletionRequest(msgspec.Struct, frozen=True):
     prompt: str
     add_special_tokens: bool
     return_token_strs: bool | None
+
+
+class TokenizeChatRequest(msgspec.Struct, frozen=True):
+    """/tokenize, chat form (``CHAT_FIELDS``)."""
+
+    model: str | None
+    messages: list[dict[str, Any]]
+    add_generation_prompt: bool
+    return_token_strs: bool | None
+    continue_final_message: bool
+    add_special_tokens: bool
+    chat_template: str | None
+    chat_template_kwargs: dict[str, Any] | None
+    media_io_kwargs: dict[str, Any] | None
+    mm_processor_kwargs: dict[str, Any] | None
+    tools: list[dict[str, Any]] | None
+
+    # The chat prompt's fields this form does not have (``render_prompt`` reads them).
+    @property
+    def documents(self) -> None:
+        return None
+
+    @property
+    def reasoning_effort(self) -> None:
+        return None
 
 
 class DetokenizeRequest(msgspec.Struct, frozen=True):

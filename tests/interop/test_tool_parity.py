@@ -103,6 +103,166 @@ CONFIGS: dict[str, tuple[list[str], list[tuple[str, str, dict]]]] = {
         ("required", '[TOOL_CALLS]get_time[ARGS]{"zone": "UTC"}', {"tool_choice": "required"}),
     ]),
 }
+
+def _xml(name: str, **params: str) -> str:
+    """One Qwen3-Coder XML call, laid out as its chat template writes it."""
+    body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
+    return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
+
+
+QW, QT = _xml("get_weather", city="Paris", unit="c"), _xml("get_time", zone="CET")
+
+#: the engine-grammar families of the ``parsers`` helper
+CONFIGS.update({
+    "qwen3_xml+qwen3": (["--enable-auto-tool-choice", "--tool-call-parser", "qwen3_xml",
+                         "--reasoning-parser", "qwen3"], [
+        ("one-call", f"</think>{QW}", {}),
+        ("content-then-call", f"</think>Let me check.\n{QW}", {}),
+        ("parallel", f"</think>{QW}\n{QT}", {}),
+        ("no-call", "</think>It is sunny.", {}),
+        ("truncated", f"</think>{QW}", {"max_tokens": 16}),
+        ("reasoning-then-call", f"<think>The user wants weather.</think>\n\n{QW}", {}),
+        ("call-ends-thought", f"plan {QW}", {}),
+        ("unknown-tool", f"</think>{_xml('nope', a='1')}", {}),
+        ("no-parameters", "</think><tool_call>\n<function=get_time>\n</function>\n</tool_call>",
+         {}),
+        ("tool-choice-none", f"</think>{QW}", {"tool_choice": "none"}),
+    ]),
+    "qwen3_coder": (["--enable-auto-tool-choice", "--tool-call-parser", "qwen3_coder"], [
+        ("one-call", QW, {}),
+        ("parallel-without-wrapper", "<function=get_weather>\n<parameter=city>\nParis\n"
+                                     "</parameter>\n</function>\n<function=get_time>\n"
+                                     "</function>", {}),
+        ("no-call", "It is sunny.", {}),
+        ("truncated", QW, {"max_tokens": 12}),
+        ("thought-left-as-content", f"<think>hmm</think>{QW}", {}),
+        ("open-parameter", "<tool_call>\n<function=get_weather>\n<parameter=city>\nPa"
+                           "<parameter=unit>\nc\n</function>\n</tool_call>", {}),
+        ("text-after-call", f"{QW}Done.", {}),
+    ]),
+})
+
+
+
+def _glm(name: str, **args: str) -> str:
+    """One GLM-4.5/4.7 call."""
+    pairs = "".join(f"<arg_key>{k}</arg_key><arg_value>{v}</arg_value>" for k, v in args.items())
+    return f"<tool_call>{name}{pairs}</tool_call>"
+
+
+GW, GT = _glm("get_weather", city="Paris", unit="c"), _glm("get_time", zone="CET")
+CONFIGS.update({
+    "glm47+glm45": (["--enable-auto-tool-choice", "--tool-call-parser", "glm47",
+                     "--reasoning-parser", "glm45"], [
+        ("one-call", f"</think>{GW}", {}),
+        ("content-then-call", f"</think>Let me check.{GW}", {}),
+        ("parallel", f"</think>{GW}\n{GT}", {}),
+        ("no-call", "</think>It is sunny.", {}),
+        ("truncated", f"</think>{GW}", {"max_tokens": 9}),
+        ("reasoning-then-call", f"<think>The user wants weather.</think>{GW}", {}),
+        ("call-ends-thought", f"plan {GW}", {}),
+        ("unknown-tool", f"</think>{_glm('nope', a='1')}", {}),
+        ("no-arguments", "</think><tool_call>get_time</tool_call>", {}),
+        ("name-on-its-own-line", "</think><tool_call>get_weather\n<arg_key>city</arg_key>\n"
+                                 "<arg_value>Oslo</arg_value>\n</tool_call>", {}),
+    ]),
+    "glm45": (["--enable-auto-tool-choice", "--tool-call-parser", "glm45"], [
+        ("one-call", GW, {}),
+        ("parallel", GW + GT, {}),
+        ("no-call", "It is sunny.", {}),
+        ("truncated", GW, {"max_tokens": 7}),
+        ("thought-left-as-content", f"<think>hmm</think>{GW}", {}),
+        ("text-after-call", f"{GW}Done.", {}),
+    ]),
+})
+
+
+
+def _kimi(*calls: tuple[str, str]) -> str:
+    """A Kimi K2 tool-call section holding ``calls`` ((name, JSON arguments) each)."""
+    body = "".join(f"<|tool_call_begin|>functions.{name}:{i}<|tool_call_argument_begin|>{args}"
+                   "<|tool_call_end|>" for i, (name, args) in enumerate(calls))
+    return f"<|tool_calls_section_begin|>{body}<|tool_calls_section_end|>"
+
+
+def _minimax(*calls: tuple[str, dict]) -> str:
+    """A MiniMax M2 tool-call block holding ``calls`` ((name, {key: value}) each)."""
+    body = "".join(f'<invoke name="{name}">\n' + "".join(
+        f'<parameter name="{k}">{v}</parameter>\n' for k, v in params.items()) + "</invoke>\n"
+        for name, params in calls)
+    return f"<minimax:tool_call>\n{body}</minimax:tool_call>"
+
+
+KW = _kimi(("get_weather", '{"city": "Paris", "unit": "c"}'))
+KP = _kimi(("get_weather", '{"city": "Paris"}'), ("get_time", '{"zone": "CET"}'))
+MW = _minimax(("get_weather", {"city": "Paris", "unit": "c"}))
+MP = _minimax(("get_weather", {"city": "Paris"}), ("get_time", {"zone": "CET"}))
+CONFIGS.update({
+    "kimi_k2+kimi_k2": (["--enable-auto-tool-choice", "--tool-call-parser", "kimi_k2",
+                         "--reasoning-parser", "kimi_k2"], [
+        ("one-call", f"</think>{KW}", {}),
+        ("content-then-call", f"</think>Let me check. {KW}", {}),
+        ("parallel", f"</think>{KP}", {}),
+        ("no-call", "</think>It is sunny.", {}),
+        ("truncated", f"</think>{KW}", {"max_tokens": 9}),
+        ("reasoning-then-call", f"<think>The user wants weather.</think>{KW}", {}),
+        ("call-ends-thought", f"plan {KW}", {}),
+        ("bad-header", "</think><|tool_calls_section_begin|><|tool_call_begin|>get_weather"
+                       '<|tool_call_argument_begin|>{"city": "Oslo"}<|tool_call_end|>'
+                       "<|tool_calls_section_end|>", {}),
+    ]),
+    "minimax_m2+minimax_m2": (["--enable-auto-tool-choice", "--tool-call-parser", "minimax_m2",
+                               "--reasoning-parser", "minimax_m2"], [
+        ("one-call", f"</think>{MW}", {}),
+        ("content-then-call", f"</think>Let me check.\n{MW}", {}),
+        ("parallel", f"</think>{MP}", {}),
+        ("no-call", "</think>It is sunny.", {}),
+        ("truncated", f"</think>{MW}", {"max_tokens": 12}),
+        ("reasoning-then-call", f"The user wants weather.</think>\n{MW}", {}),
+        ("call-ends-thought", f"plan {MW}", {}),
+        ("unknown-tool", f"</think>{_minimax(('nope', {'a': '1'}))}", {}),
+        ("quoting", "</think><minimax:tool_call><invoke name='get_time'><parameter name=zone>"
+                    "UTC</parameter></invoke></minimax:tool_call>", {}),
+    ]),
+})
+
+
+
+def _ds3(*calls: tuple[str, str]) -> str:
+    """A DeepSeek V3 tool-call section ((name, JSON arguments) per call)."""
+    body = "\n".join(f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{args}\n```"
+                     "<｜tool▁call▁end｜>" for name, args in calls)
+    return f"<｜tool▁calls▁begin｜>{body}<｜tool▁calls▁end｜>"
+
+
+def _ds31(*calls: tuple[str, str]) -> str:
+    """A DeepSeek V3.1 tool-call section."""
+    body = "".join(f"<｜tool▁call▁begin｜>{name}<｜tool▁sep｜>{args}<｜tool▁call▁end｜>"
+                   for name, args in calls)
+    return f"<｜tool▁calls▁begin｜>{body}<｜tool▁calls▁end｜>"
+
+
+DWA, DTA = ("get_weather", '{"city": "Paris", "unit": "c"}'), ("get_time", '{"zone": "CET"}')
+CONFIGS.update({
+    "deepseek_v3+deepseek_r1": (["--enable-auto-tool-choice", "--tool-call-parser",
+                                 "deepseek_v3", "--reasoning-parser", "deepseek_r1"], [
+        ("one-call", f"</think>{_ds3(DWA)}", {}),
+        ("content-then-call", f"</think>Let me check.{_ds3(DWA)}", {}),
+        ("parallel", f"</think>{_ds3(DWA, DTA)}", {}),
+        ("no-call", "</think>It is sunny.", {}),
+        ("truncated", f"</think>{_ds3(DWA)}", {"max_tokens": 14}),
+        ("reasoning-then-call", f"<think>The user wants weather.</think>{_ds3(DWA)}", {}),
+        ("multi-line-arguments", "</think>" + _ds3(("get_time", '{\n"zone": "CET"\n}')), {}),
+    ]),
+    "deepseek_v31": (["--enable-auto-tool-choice", "--tool-call-parser", "deepseek_v31"], [
+        ("one-call", _ds31(DWA), {}),
+        ("content-then-call", f"Let me check.{_ds31(DWA)}", {}),
+        ("parallel", _ds31(DWA, DTA), {}),
+        ("no-call", "It is sunny.", {}),
+        ("truncated", _ds31(DWA), {"max_tokens": 9}),
+    ]),
+})
+
 OFF = {"chat_template_kwargs": {"enable_thinking": False}}
 
 
@@ -138,6 +298,41 @@ CONFIGS.update({
                                                                 tool_choice="none")),
 })
 
+NONE = {"tool_choice": "none"}
+CONFIGS.update({
+    "mistral-reasoning": (["--reasoning-parser", "mistral"], [
+        (name, text, {**extra, **NONE}) for name, text, extra in [
+            ("reasoning-then-answer", "[THINK]Need the weather.[/THINK]It is sunny.", {}),
+            ("content-before-thought", "Hm. [THINK]plan[/THINK] ok", {}),
+            ("no-thought", "It is sunny.", {}),
+            ("unfinished-thought", "[THINK]Still thinking about it", {}),
+            ("whitespace", "\n\n[THINK]\nplan\n\n[/THINK]\n\nanswer", {}),
+            ("tool-marker-ends-thought", '[THINK]plan[TOOL_CALLS]get_time[ARGS]{}', {}),
+            ("truncated", "[THINK]one two three four five six[/THINK]done", {"max_tokens": 4}),
+            ("hidden", "[THINK]secret[/THINK]shown", {"include_reasoning": False}),
+        ]]),
+    "mistral+mistral": (["--enable-auto-tool-choice", "--tool-call-parser", "mistral",
+                         "--reasoning-parser", "mistral"], [
+        ("reasoning-then-call", '[THINK]Weather.[/THINK][TOOL_CALLS]get_weather[ARGS]'
+                                '{"city": "Paris"}', {}),
+        ("call-ends-thought", '[THINK]plan[TOOL_CALLS]get_time[ARGS]{"zone": "UTC"}', {}),
+        ("no-call", "[THINK]plan[/THINK]It is sunny.", {}),
+    ]),
+    "granite-reasoning": (["--reasoning-parser", "granite"], [
+        (name, text, {**extra, **NONE}) for name, text, extra in [
+            ("reasoning-then-answer", "Here is my thought process: need weather. Here is my "
+                                      "response: It is sunny.", {}),
+            ("short-forms", "Here's my thought process:plan Here's my response:ok", {}),
+            ("no-thought", "It is sunny.", {}),
+            ("text-before-thought", "Hi. Here is my thought process: a Here is my response: b",
+             {}),
+            ("unfinished-thought", "Here is my thought process: still thinking", {}),
+            ("almost-a-phrase", "Here is my thought: no", {}),
+            ("hidden", "Here is my thought process: s Here is my response: shown",
+             {"include_reasoning": False}),
+        ]]),
+})
+
 
 #: Streamed, an unfinished thought's ``reasoning_tokens`` from vLLM counts only the thought tokens
 #: its lexer had released when the output ended, and that varies from run to run with how the
@@ -155,6 +350,12 @@ KNOWN_DIFFERENCES = {
 }
 
 
+#: Configurations whose vLLM parser reads each delta on its own (DeepSeek's tool parsers and
+#: granite's reasoning parser decide by the delta at hand): when vLLM's frontend falls behind 1 ms
+#: engine steps and joins several tokens into one delta, its answer changes (text lost or moved), so
+#: these run with slower steps (ms per token), one token per delta on both sides.
+SLOW_STEPS = {"deepseek_v3+deepseek_r1": 25, "deepseek_v31": 25, "granite-reasoning": 25}
+
 CASES = [(config, case) for config, (_, cases) in CONFIGS.items() for case in cases]
 
 
@@ -166,7 +367,8 @@ def tok(marker_model_dir):
 @pytest.fixture(scope="module", params=list(CONFIGS))
 def pair(request, marker_model_dir, tmp_path_factory):
     logs = tmp_path_factory.mktemp(f"parity-{request.param}")
-    p = ParityPair(marker_model_dir, CONFIGS[request.param][0], str(logs)).start()
+    p = ParityPair(marker_model_dir, CONFIGS[request.param][0], str(logs),
+                   itl_ms=SLOW_STEPS.get(request.param, 1)).start()
     p.config = request.param
     yield p
     p.stop()

@@ -9,10 +9,10 @@ Runs on: the thread that renders the response (the HTTP hub while streaming).
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
-from text.parsed import DeltaParts
+from text.parsed import HARMONY_UNAVAILABLE, DeltaParts
+from text.parser_registry import ParserRegistry
 
 
 class ReasoningParser:
@@ -28,6 +28,9 @@ class ReasoningParser:
     name: ClassVar[str] = ""
     required_tokens: ClassVar[tuple[str, ...]] = ()
     grammar_based: ClassVar[bool] = False
+    #: the output is detokenized with ``skip_special_tokens`` false (the thought's markers are
+    #: special tokens the parser reads in the text), as vLLM's parser asks
+    keep_special_tokens: ClassVar[bool] = False
 
     def __init__(self, vocab: Mapping[str, int],
                  chat_template_kwargs: Mapping[str, Any] | None = None) -> None:
@@ -56,6 +59,15 @@ class ReasoningParser:
     def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
         """Reasoning tokens of an output (``completion_tokens_details.reasoning_tokens``)."""
         return 0
+
+    def flush(self) -> DeltaParts | None:
+        """What the parser still holds when the output ends inside the thought."""
+        return None
+
+    def content_ids(self, delta_ids: Sequence[int]) -> list[int]:
+        """The ids of the delta that ended the thought which belong to the content (the tool
+        parsers that read marker ids need them when one delta holds both)."""
+        return []
 
 
 class ThinkTagParser(ReasoningParser):
@@ -112,6 +124,10 @@ class ThinkTagParser(ReasoningParser):
             return DeltaParts(reasoning=text[:cut], content=after or None)
         return DeltaParts(reasoning=text)
 
+    def content_ids(self, delta_ids: Sequence[int]) -> list[int]:
+        ids = list(delta_ids)
+        return ids[ids.index(self.end_id) + 1:] if self.end_id in ids else []
+
     def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
         count = depth = 0
         for token in token_ids:
@@ -133,34 +149,15 @@ BUILTIN: dict[str, str] = {
     "glm45": "glm45",
     "kimi_k2": "kimi_k2",
     "minimax_m2": "minimax_m2",
+    "mistral": "mistral",
+    "granite": "granite",
 }
 
-_registered: dict[str, type[ReasoningParser]] = {}
+_PARSERS: ParserRegistry[type[ReasoningParser]] = ParserRegistry(
+    "reasoning parser", ReasoningParser, "text.reasoning", BUILTIN,
+    unavailable={"openai_gptoss": HARMONY_UNAVAILABLE})
 
-
-def register_reasoning_parser(name: str) -> Callable[[type[ReasoningParser]],
-                                                     type[ReasoningParser]]:
-    """Class decorator: make ``cls`` the reasoning parser called ``name``."""
-    def decorate(cls: type[ReasoningParser]) -> type[ReasoningParser]:
-        if not (isinstance(cls, type) and issubclass(cls, ReasoningParser)):
-            raise TypeError(f"{cls!r} is not a ReasoningParser subclass")
-        cls.name = name
-        _registered[name] = cls
-        return cls
-    return decorate
-
-
-def get_reasoning_parser(name: str) -> type[ReasoningParser]:
-    """The class registered as ``name``.
-
-    Raises:
-        KeyError: no such parser (the message lists the known names).
-    """
-    if name not in _registered and name in BUILTIN:
-        importlib.import_module(f"text.reasoning.{BUILTIN[name]}")
-    try:
-        return _registered[name]
-    except KeyError:
-        known = ", ".join(sorted(set(BUILTIN) | set(_registered)))
-        raise KeyError(f"reasoning parser {name!r} is not known; known parsers: {known}"
-                       ) from None
+#: Class decorator: make a ReasoningParser subclass the reasoning parser called ``name``.
+register_reasoning_parser = _PARSERS.register
+#: The class registered as ``name`` (KeyError, listing the known names, when none is).
+get_reasoning_parser = _PARSERS.get

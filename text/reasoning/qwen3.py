@@ -68,6 +68,14 @@ class Qwen3ReasoningParser(ThinkTagParser):
             return None
         return DeltaParts(reasoning=reasoning or None, content=content or None)
 
+    def content_ids(self, delta_ids: Sequence[int]) -> list[int]:
+        for at, token in enumerate(delta_ids):
+            if token == self.end_id:
+                return list(delta_ids[at + 1:])
+            if token == self.tool_id and self.tool_id is not None:
+                return list(delta_ids[at:])  # the tool marker stays with the content
+        return []
+
     def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
         if not self.thinking:
             return 0

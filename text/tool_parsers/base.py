@@ -87,6 +87,12 @@ class ToolParser:
             return ""
         return expected[len(sent):]
 
+    def flush(self) -> DeltaParts | None:
+        """What the parser still holds when the output ends (held-back text, a call the output
+        ends inside), streamed with the finishing delta; families that stream everything as it
+        comes (or use ``finish``) hold nothing."""
+        return None
+
     # -- helpers for subclasses ------------------------------------------------------------------
 
     def _open_call(self, index: int) -> None:

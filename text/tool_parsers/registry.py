@@ -12,12 +12,12 @@ Runs on: start-up (``load_plugin``, ``get``) of each worker; the registry is wri
 """
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import os
 import sys
-from typing import Callable
 
+from text.parsed import HARMONY_UNAVAILABLE
+from text.parser_registry import ParserRegistry
 from text.tool_parsers.base import ToolParser
 
 #: vLLM's parser name -> the module of this package that registers it.
@@ -29,40 +29,26 @@ BUILTIN: dict[str, str] = {
     "llama4_pythonic": "pythonic",
     "granite": "granite",
     "mistral": "mistral",
+    "qwen3_xml": "qwen3_xml",
+    "qwen3_coder": "qwen3_xml",
+    "glm45": "glm47",
+    "glm47": "glm47",
+    "kimi_k2": "kimi_k2",
+    "minimax_m2": "minimax_m2",
+    "deepseek_v3": "deepseek",
+    "deepseek_v31": "deepseek",
 }
 
-_registered: dict[str, type[ToolParser]] = {}
+_PARSERS: ParserRegistry[type[ToolParser]] = ParserRegistry(
+    "tool call parser", ToolParser, "text.tool_parsers", BUILTIN,
+    unavailable={"openai": HARMONY_UNAVAILABLE})
 
-
-def register_tool_parser(name: str) -> Callable[[type[ToolParser]], type[ToolParser]]:
-    """Class decorator: make ``cls`` the parser called ``name`` (a later registration wins,
-    so a plugin may replace a built-in family)."""
-    def decorate(cls: type[ToolParser]) -> type[ToolParser]:
-        if not (isinstance(cls, type) and issubclass(cls, ToolParser)):
-            raise TypeError(f"{cls!r} is not a ToolParser subclass")
-        cls.name = name
-        _registered[name] = cls
-        return cls
-    return decorate
-
-
-def get_tool_parser(name: str) -> type[ToolParser]:
-    """The class registered as ``name``.
-
-    Raises:
-        KeyError: no such parser (the message lists the known names).
-    """
-    if name not in _registered and name in BUILTIN:
-        importlib.import_module(f"text.tool_parsers.{BUILTIN[name]}")
-    try:
-        return _registered[name]
-    except KeyError:
-        raise KeyError(f"tool call parser {name!r} is not known; known parsers: "
-                       f"{', '.join(names())}") from None
-
-
-def names() -> list[str]:
-    return sorted(set(BUILTIN) | set(_registered))
+#: Class decorator: make a ToolParser subclass the parser called ``name`` (a later registration
+#: wins, so a plugin may replace a built-in family).
+register_tool_parser = _PARSERS.register
+#: The class registered as ``name`` (KeyError, listing the known names, when none is).
+get_tool_parser = _PARSERS.get
+names = _PARSERS.names
 
 
 def load_plugin(path: str) -> None:

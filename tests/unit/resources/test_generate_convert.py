@@ -30,7 +30,8 @@ def test_greedy_request_to_the_wire(ctx):
     p = prep(ctx, {"max_tokens": 4, "temperature": 0})
     assert p.kind == "generate" and p.model == "tiny" and not p.stream
     assert p.request_id.startswith("generate-tokens-")
-    assert p.extra == {"output_mode": "tokens", "detokenize": True}
+    assert p.output_mode == "tokens"
+    assert all(c.sampling_params.detokenize for c in p.choices)
     (choice,) = p.choices
     assert choice.prompt_token_ids == PROMPT and choice.external_req_id == p.request_id
     w = wire(p)
@@ -91,7 +92,7 @@ def test_text_mode_and_prompt_options(ctx):
                    "prompt_logprobs": 1}, output_mode="text", return_token_ids=True,
              cache_salt="salt", priority=3)
     (choice,) = p.choices
-    assert p.extra["output_mode"] == "text" and p.return_token_ids and p.logprobs == 2
+    assert p.output_mode == "text" and p.return_token_ids and p.logprobs == 2
     assert choice.stop == ["Ku"] and choice.include_stop_str_in_output
     assert choice.logprobs == 2 and choice.prompt_logprobs == 1
     assert p.cache_salt == "salt" and p.priority == 3

@@ -55,6 +55,7 @@ def accumulate(deltas: list[DeltaParts | None]) -> dict[str, Any]:
 
 
 def stream(parser: Any, tok: Tokenizer, text: str) -> dict[str, Any]:
-    """Feed ``text`` token by token to a tool parser; the accumulated result."""
+    """Feed ``text`` token by token to a tool parser, then what it holds at the end; the
+    accumulated result."""
     deltas = [parser.feed(piece, ids) for piece, ids in token_deltas(tok, text)]
-    return accumulate(deltas)
+    return accumulate(deltas + [parser.flush()])

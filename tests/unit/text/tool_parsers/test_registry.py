@@ -62,3 +62,21 @@ def test_a_parser_name_without_auto_tool_choice_enables_no_tool_parser(vocab):
     parsers = load_output_parsers(enable_auto_tool_choice=False, tool_call_parser="hermes",
                                   tool_parser_plugin="", reasoning_parser="", vocab=vocab)
     assert parsers.tool_parser is None and not parsers.active
+
+
+def test_every_vllm_family_named_by_the_issue_is_served_by_its_name():
+    tools = ["hermes", "llama3_json", "llama4_json", "mistral", "pythonic", "llama4_pythonic",
+             "qwen3_xml", "qwen3_coder", "deepseek_v3", "deepseek_v31", "kimi_k2", "glm45",
+             "glm47", "minimax_m2", "granite"]
+    assert [get_tool_parser(n).name for n in tools] == tools
+    thoughts = ["deepseek_r1", "qwen3", "glm45", "kimi_k2", "minimax_m2", "mistral", "granite"]
+    assert [get_reasoning_parser(n).name for n in thoughts] == thoughts
+
+
+def test_harmony_names_are_refused_saying_why(vocab):
+    with pytest.raises(KeyError, match="not built in greenfront: the harmony format"):
+        get_tool_parser("openai")
+    with pytest.raises(ParserSetupError, match="tiktoken vocabulary"):
+        load_output_parsers(enable_auto_tool_choice=False, tool_call_parser="",
+                            tool_parser_plugin="", reasoning_parser="openai_gptoss",
+                            vocab=vocab)
