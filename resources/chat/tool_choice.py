@@ -24,6 +24,7 @@ from typing import Any
 from errors import InvalidRequest
 from text.parsed import DeltaParts, ToolCall, ToolCallDelta
 from text.tool_parsers.ids import new_call_id
+from text.tool_parsers.json_scan import scan_object_array
 
 EMPTY_OBJECT = {"type": "object", "properties": {}}
 
@@ -108,78 +109,16 @@ class _Span:
 def scan_required(text: str) -> list[_Span]:
     """Spans of the (possibly partial) required array; prefix-stable, so a scan of the current
     text also says what a shorter text had revealed."""
-    spans: list[_Span] = []
-    depth, in_string, escaped, key, expect = 0, False, False, None, "key"
-    cur: _Span | None = None
-    start = value_start = 0
-
-    def close_value(pos: int) -> None:
-        nonlocal expect
-        if key == "parameters":
-            cur.args_end = pos
-        elif key == "name" and expect == "string":
-            try:
-                cur.name, cur.name_end = json.loads(text[value_start:pos]), pos
-            except ValueError:
-                cur.name = None
-        expect = "after"
-
-    def open_value(pos: int, kind: str) -> None:
-        nonlocal expect, value_start
-        value_start = pos
-        if key == "parameters":
-            cur.args_start = pos
-        expect = kind
-
-    for i, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-                if depth == 2 and cur is not None:
-                    if expect == "key":
-                        key, expect = text[start + 1:i], "colon"
-                    elif expect == "string":
-                        close_value(i + 1)
-            continue
-        if ch == '"':
-            in_string, start = True, i
-            if depth == 2 and cur is not None and expect == "value":
-                open_value(i, "string")
-        elif ch in "{[":
-            if (depth == 0 and ch != "[") or (depth == 1 and ch != "{"):
-                return spans
-            if depth == 1:
-                cur, expect, key = _Span(), "key", None
-                spans.append(cur)
-            elif depth == 2 and cur is not None and expect == "value":
-                open_value(i, "container")
-            depth += 1
-        elif ch in "}]":
-            if depth == 2 and cur is not None and expect == "scalar":
-                close_value(i)
-            depth -= 1
-            if depth == 2 and cur is not None and expect == "container":
-                close_value(i + 1)
-            elif depth == 1:
-                cur = None
-            elif depth <= 0:
-                return spans
-        elif depth == 2 and cur is not None:
-            if ch == ":" and expect == "colon":
-                expect = "value"
-            elif ch == ",":
-                if expect == "scalar":
-                    close_value(i)
-                expect, key = "key", None
-            elif ch.isspace():
-                if expect == "scalar":
-                    close_value(i)
-            elif expect == "value":
-                open_value(i, "scalar")
+    spans = []
+    for element in scan_object_array(text)[0]:
+        span = _Span()
+        name = element.members.get("name")
+        if name is not None and (value := element.string(text, "name")) is not None:
+            span.name, span.name_end = value, name.end
+        params = element.members.get("parameters")
+        if params is not None:
+            span.args_start, span.args_end = params.start, params.end
+        spans.append(span)
     return spans
 
 

@@ -115,7 +115,8 @@ class PreparedRequest:
         return_tokens_as_token_ids: write logprob tokens as ``token_id:<id>``.
         n: samples per prompt; num_prompts: prompts in the request.
         choices: the engine requests, ordered by ``index``.
-        priority, cache_salt: EngineCoreRequest fields.
+        priority, session_id, cache_salt: EngineCoreRequest fields (``resources.request_headers``
+            sets priority and session_id from the headers).
         lora_request: the runtime LoRA adapter the request named as ``model`` (the
             EngineCoreRequest field of every choice), or None for the base model.
         response_role: chat ``message.role`` / first-chunk role.
@@ -148,6 +149,7 @@ class PreparedRequest:
     n: int = 1
     num_prompts: int = 1
     priority: int = 0
+    session_id: str | None = None
     cache_salt: str | None = None
     response_role: str = "assistant"
     echo_content: str = ""

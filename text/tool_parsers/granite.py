@@ -15,12 +15,12 @@ Runs on: the response-rendering thread.
 """
 from __future__ import annotations
 
-import json
 from typing import Sequence
 
 from text.parsed import DeltaParts, ExtractedToolCalls, ToolCall, ToolCallDelta, tag_overlap
 from text.tool_parsers.base import ToolParser, parts
 from text.tool_parsers.ids import new_call_id
+from text.tool_parsers.json_scan import Element, scan_object_array
 from text.tool_parsers.registry import register_tool_parser
 
 MARKERS = ("<|tool_call|>", "<tool_call>")
@@ -33,75 +33,17 @@ def find_marker(text: str) -> tuple[int, int] | None:
     return min(found) if found else None
 
 
-class _Element:
-    """One array element: its name once read, the span of its ``arguments`` object."""
-
-    def __init__(self, start: int) -> None:
-        self.start = start
-        self.end: int | None = None
-        self.name: str | None = None
-        self.args: tuple[int, int | None] | None = None
-
-
-def scan_array(text: str, start: int) -> tuple[list[_Element], int | None]:
-    """The elements of the array opening at ``text[start]`` and the index after its ``]``
-    (None while it is open). String-aware; only depth-1 keys are read."""
-    elements: list[_Element] = []
-    depth, in_string, escaped, key_start, last_key = 0, False, False, 0, None
-    current: _Element | None = None
-    expect_value_of: str | None = None
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-                if depth == 2 and current is not None:
-                    literal = text[key_start:i + 1]
-                    if expect_value_of == "name":
-                        try:
-                            current.name = json.loads(literal)
-                        except ValueError:
-                            pass
-                        expect_value_of = None
-                    else:
-                        last_key = literal[1:-1]
-            continue
-        if ch == '"':
-            in_string, key_start = True, i
-        elif ch == ":" and depth == 2 and current is not None:
-            expect_value_of = last_key
-        elif ch in "{[":
-            if depth == 1 and ch == "{":
-                current = _Element(i)
-                elements.append(current)
-            elif depth == 2 and current is not None and expect_value_of == "arguments" \
-                    and ch == "{":
-                current.args = (i, None)
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth == 2 and current is not None and current.args and current.args[1] is None:
-                current.args = (current.args[0], i + 1)
-                expect_value_of = None
-            elif depth == 1 and current is not None:
-                current.end = i + 1
-                current = None
-            elif depth == 0:
-                return elements, i + 1
-        elif ch not in _WS and ch != "," and depth == 2 and expect_value_of == "arguments":
-            expect_value_of = None  # not an object: no arguments span
-    return elements, None
-
-
-def _arguments(text: str, element: _Element) -> str:
-    if element.args is not None:
-        begin, end = element.args
-        return text[begin:end] if end is not None else text[begin:]
+def _arguments(text: str, element: Element) -> str:
+    """The verbatim text of an element's ``arguments`` object (so far); ``{}`` once a closed
+    element has none."""
+    args = element.members.get("arguments")
+    if args is not None and args.kind == "object":
+        return text[args.start:args.end] if args.end is not None else text[args.start:]
     return "{}" if element.end is not None else ""
+
+
+def _named(text: str, elements: list[Element]) -> list[tuple[str | None, Element]]:
+    return [(e.string(text, "name"), e) for e in elements]
 
 
 @register_tool_parser("granite")
@@ -132,8 +74,9 @@ class GraniteToolParser(ToolParser):
         begin, end, array = region
         if array is None:
             return ExtractedToolCalls([], (text[:begin] + text[end:]) or None)
-        elements, _ = scan_array(text, array)
-        calls = [ToolCall(e.name, _arguments(text, e)) for e in elements if e.name is not None]
+        elements, _ = scan_object_array(text, array, strict=False)
+        calls = [ToolCall(name, _arguments(text, e)) for name, e in _named(text, elements)
+                 if name is not None]
         if not calls:
             return ExtractedToolCalls([], (text[:begin] + text[end:]) or None)
         return ExtractedToolCalls(calls, text[:begin].strip() or None)
@@ -152,15 +95,15 @@ class GraniteToolParser(ToolParser):
                     self._after_sent = end
                 content += self._send_after(text, len(text))
             return parts(content, [])
-        elements, closed = scan_array(text, array)
+        elements, closed = scan_object_array(text, array, strict=False)
         calls: list[ToolCallDelta] = []
-        for index, element in enumerate(elements):
-            if element.name is None:
+        for index, (name, element) in enumerate(_named(text, elements)):
+            if name is None:
                 break
             if index >= self._announced:
                 self._announced = index + 1
                 self._open_call(index)
-                calls.append(ToolCallDelta(index, id=new_call_id(), name=element.name))
+                calls.append(ToolCallDelta(index, id=new_call_id(), name=name))
             piece = self._args_delta(index, _arguments(text, element))
             if piece is not None:
                 calls.append(piece)

@@ -2,12 +2,17 @@
 
 ``walk`` yields every structural character outside strings with its nesting depth, and every
 string with its span, so a parser can find keys, values and closing brackets without being misled
-by brackets or quotes inside strings, on text that may stop anywhere.
+by brackets or quotes inside strings, on text that may stop anywhere. ``scan_object_array`` reads
+an array of call objects with it (granite's calls, the "required" tool choice's output);
+``stable_prefix`` says how much of a growing JSON object may stream.
 
 Runs on: the response-rendering thread (plain functions).
 """
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import dataclass, field
 from typing import Iterator
 
 #: (kind, start, end, depth): kind "string" (end after the closing quote), "open" (a string still
@@ -70,3 +75,99 @@ def stable_prefix(json_text: str, string_keys: set[str] | None) -> str:
         return json_text[:cut]
     kind, _, end, _ = next(walk(json_text, cut))
     return json_text[:end - 1] if kind == "string" else json_text
+
+
+_SCALAR_END = re.compile(r"[\s,\]}]")
+
+
+@dataclass
+class Member:
+    """One top-level member's value in an array element: where it starts and ends (``end`` None
+    while it is still open), and its kind ("string", "object", "array" or "scalar")."""
+
+    start: int
+    end: int | None
+    kind: str
+
+
+@dataclass
+class Element:
+    """One ``{…}`` element of a JSON array: its span (``end`` None while open) and its members by
+    key (a later duplicate key wins)."""
+
+    start: int
+    end: int | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+
+    def string(self, text: str, key: str) -> str | None:
+        """The decoded string value of ``key`` once complete (None: absent, open or no string)."""
+        member = self.members.get(key)
+        if member is None or member.kind != "string" or member.end is None:
+            return None
+        try:
+            return json.loads(text[member.start:member.end])
+        except ValueError:
+            return None
+
+
+def scan_object_array(text: str, start: int = 0, strict: bool = True
+                      ) -> tuple[list[Element], int | None]:
+    """The elements of the (possibly partial) JSON array opening at the first non-space character
+    of ``text[start:]``, and the index after its ``]`` (None while open). Prefix-stable: a scan of
+    a longer text tells what a shorter one had revealed. ``strict``: stop at an element that is
+    an array (else it is skipped); an object outside the array always stops the scan."""
+    elements: list[Element] = []
+    current: Element | None = None
+    key: str | None = None
+    open_value: tuple[str, Member] | None = None  # a container member awaiting its close
+    expect_key = True
+    for kind, begin, end, depth in walk(text, start):
+        if depth <= 0:
+            if kind == "]" and depth == 0:
+                return elements, end
+            if kind in ("{", "}", "]") or depth < 0:
+                return elements, None
+            continue
+        if depth == 1:
+            if kind == "{":
+                current, key, expect_key = Element(begin), None, True
+                elements.append(current)
+            elif kind == "}" and current is not None:
+                current.end, current = end, None
+            elif kind == "[" and strict:
+                return elements, None
+            continue
+        if current is None:
+            continue
+        if depth == 2 and kind in ("}", "]") and open_value is not None:
+            open_value[1].end, open_value = end, None
+            continue
+        if depth != 2:
+            continue
+        if kind in ("string", "open"):
+            if expect_key:
+                key = text[begin + 1:end - 1] if kind == "string" else None
+            elif key is not None:
+                current.members[key] = Member(begin, end if kind == "string" else None, "string")
+                key = None
+        elif kind == ":" and key is not None:
+            expect_key = False
+            _scalar(text, end, current, key)
+        elif kind in ("{", "[") and not expect_key and key is not None:
+            member = Member(begin, None, "object" if kind == "{" else "array")
+            current.members[key] = member
+            open_value, key = (key, member), None
+        elif kind == ",":
+            expect_key, key = True, None
+    return elements, None
+
+
+def _scalar(text: str, after_colon: int, element: Element, key: str) -> None:
+    """Record a member whose value is a number, literal or other bare text (walk skips them)."""
+    at = after_colon
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    if at >= len(text) or text[at] in '"{[':
+        return
+    stop = _SCALAR_END.search(text, at)
+    element.members[key] = Member(at, stop.start() if stop else None, "scalar")

@@ -46,3 +46,18 @@ def test_schema_typing():
                             ) == '{"a": {"b": 2}}'
     assert streamable_string_keys({"a": {"type": "string"}, "b": {"type": "integer"}}) == {"a"}
     assert streamable_string_keys({}) is None
+
+
+def test_object_array_scan_gives_member_spans_and_stops_where_the_array_does():
+    from text.tool_parsers.json_scan import scan_object_array
+    text = '[{"name": "a", "n": 5, "p": {"x": "]}"}}, {"name": "b", "p": [1'
+    elements, end = scan_object_array(text)
+    assert end is None and [e.string(text, "name") for e in elements] == ["a", "b"]
+    first = elements[0].members
+    assert text[first["n"].start:first["n"].end] == "5"
+    assert text[first["p"].start:first["p"].end] == '{"x": "]}"}'
+    assert elements[0].end is not None and elements[1].end is None
+    assert elements[1].members["p"].end is None
+    assert scan_object_array('[{"a": 1}] tail')[1] == len('[{"a": 1}]')
+    assert scan_object_array('[[1], {"name": "x"}]')[0] == []          # strict: stops
+    assert len(scan_object_array('[[1], {"name": "x"}]', strict=False)[0]) == 1
