@@ -17,6 +17,7 @@ from typing import Callable
 
 import gevent
 
+import token_ids
 from config import Config
 from engine.admission import Admission, SharedCounts
 from engine.client import EngineClient
@@ -71,6 +72,8 @@ class WorkerState:
         self.model, self.tokenizer, self.chat_template = (text.model, text.tokenizer,
                                                           text.chat_template)
         self.output_parsers = self._load_output_parsers()
+        if self.tokenizer.backend == "fastokens":
+            token_ids.load_numpy()  # its prompts' ids are TokenIds: import numpy now, not mid-request
         get_pool(cfg)
         self.client = self._make_client()
         self.client.start()

@@ -16,7 +16,6 @@ OVER = {
     ("tests/unit/engine/test_codec_fixtures.py", ""): 517,
     ("tests/unit/engine/test_sim.py", ""): 544,
     ("text/chat_template.py", ""): 454,
-    ("bench/__main__.py", "main"): 62,
     ("engine/sim/request.py", "__init__"): 65,
     ("interop/make_tiny_model.py", "main"): 75,
     ("resources/chat/convert.py", "prepare_chat"): 65,
