@@ -39,7 +39,7 @@ test-integration: setup
 
 # Property-based suite (tests/fuzz): generated bodies for every endpoint against one real
 # deployment, bounded by the Hypothesis profile (fuzz: a few thousand cases, a few minutes; quick;
-# long), then schemathesis against /openapi.json when the server publishes one.
+# long), then schemathesis against the deployment's /openapi.json.
 FUZZ_PROFILE ?= fuzz
 fuzz: setup
 	HYPOTHESIS_PROFILE=$(FUZZ_PROFILE) GREENFRONT_TEST_MODEL_DIR=$(CURDIR)/$(MODEL) \

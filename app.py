@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 
 import falcon
+import gevent
 
 from config import Config
 from middleware import errors as error_handlers
@@ -18,8 +19,11 @@ from middleware.auth import AuthMiddleware
 from middleware.drain import DrainMiddleware
 from middleware.http_headers import Cors, RequestId
 from middleware.http_metrics import HttpMetrics
+from middleware.load_tracking import LoadTracking
 from middleware.offload import OffloadMiddleware
+from middleware.root_path import RootPath
 from resources.admin import register_admin_routes
+from resources.admin.lora import load_static_modules
 from resources.chat.resource import ChatCompletionsResource
 from resources.completions.resource import CompletionsResource
 from resources.generate.resource import GenerateResource
@@ -30,10 +34,11 @@ from resources.openapi import OpenApiResource
 from resources.tokenize.resource import DetokenizeResource, TokenizeResource
 from runtime import accept, shutdown
 from runtime.request_pool import get_pool
+from runtime.lora_registry import lora_registry
 from runtime.state import WorkerState
 
 
-def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddleware:
+def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddleware | RootPath:
     """The WSGI callable: the Falcon app wrapped by the offload driver, the HTTP metrics, CORS,
     request ids and the drain."""
     state = state or WorkerState(config)
@@ -47,7 +52,7 @@ def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddlewa
     app.add_route("/load", LoadResource(state))
     app.add_route("/metrics", MetricsResource(state))
     app.add_route("/v1/models", ModelsResource(state))
-    app.add_route("/openapi.json", OpenApiResource(app))
+    app.add_route("/openapi.json", OpenApiResource(app, root_path=config.root_path))
     # OpenAI API and vLLM's tokenizer routes: offloaded to the request pool.
     app.add_route("/v1/completions", CompletionsResource(state))
     app.add_route("/v1/chat/completions", ChatCompletionsResource(state))
@@ -56,6 +61,10 @@ def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddlewa
     app.add_route("/inference/v1/generate", GenerateResource(state))
     # Dev-mode and LoRA routes (utility calls to the engines), each behind its vLLM switch.
     register_admin_routes(app, state, config)
+    if config.lora_modules:
+        registry = lora_registry(config)
+        state.engines_ready_hooks.append(
+            lambda: gevent.spawn(load_static_modules, state, registry))
 
     offload = OffloadMiddleware(
         app,
@@ -69,12 +78,16 @@ def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddlewa
     api = HttpMetrics(offload, state.metrics, lambda path: _route_template(app, path))
     api.falcon_app = app  # the routes, as resources.openapi and its tests read them
     api.state = state  # for gunicorn's hooks (post_worker_init starts it, worker_exit stops it)
+    if config.enable_server_load_tracking:
+        api = LoadTracking(api, state)
     # As vLLM stacks them: request ids outside, then (auth, inside Falcon) CORS.
     wsgi = Cors(api, list(config.allowed_origins), list(config.allowed_methods),
                 list(config.allowed_headers), config.allow_credentials)
     if config.enable_request_id_headers:
         wsgi = RequestId(wsgi)
-    return DrainMiddleware(wsgi, _drain(config, state))
+    wsgi = DrainMiddleware(wsgi, _drain(config, state))
+    # Outermost, so that every layer (the drain's probe paths too) sees the path without it.
+    return RootPath(wsgi, config.root_path) if config.root_path else wsgi
 
 
 def _drain(config: Config, state: WorkerState) -> shutdown.Drain:

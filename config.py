@@ -33,22 +33,9 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
-    REQUEST_THREADS_CAP,
-    Setting,
-    boolean,
-    capped_threads,
-    choice,
-    fingerprint,
-    generation_config,
-    json_object,
-    json_strings,
-    names,
-    niceness,
-    non_negative_float,
-    non_negative_int,
-    positive_float,
-    positive_int,
-    setting,
+    REQUEST_THREADS_CAP, Setting, boolean, capped_threads, choice, fingerprint, generation_config,
+    json_object, json_strings, lora_module_list, names, niceness, non_negative_float,
+    non_negative_int, positive_float, positive_int, setting, settings_table, with_table,
 )
 
 #: 0.5 ms bounds the hub's lateness while pool threads run Python (jinja2) at a ~10% cost to
@@ -58,8 +45,6 @@ SWITCH_INTERVAL_DEFAULT = 0.0005
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
 README = os.path.join(HERE, "README.md")
-TABLE_BEGIN = "<!-- settings table: generated from config.py by `python -m config --readme` -->"
-TABLE_END = "<!-- end of settings table -->"
 
 
 #: Most workers the default picks: measured only up to 2 CPUs; the relay (engine.relay) sends
@@ -200,6 +185,24 @@ class Config:
     max_logprobs: int = setting(
         ("GREENFRONT_MAX_LOGPROBS",), int, 20, "largest `logprobs` a request may ask for "
         "(`--max-logprobs`; -1: the vocabulary size)")
+    max_num_queued_reqs: int | None = setting(
+        ("GREENFRONT_MAX_NUM_QUEUED_REQS",), non_negative_int, None, "most engine requests in "
+        "flight in the deployment, `n` counting `n` (`--max-num-queued-reqs`); more: 503")
+    max_num_queued_tokens: int | None = setting(
+        ("GREENFRONT_MAX_NUM_QUEUED_TOKENS",), non_negative_int, None, "prompt tokens awaiting "
+        "a first output in the deployment that refuse new requests (`--max-num-queued-tokens`)")
+    root_path: str = setting(
+        ("GREENFRONT_ROOT_PATH",), str, "", "path prefix a proxy forwards (`--root-path`): "
+        "`<prefix>/v1/...` is served as `/v1/...`; `/openapi.json` names it as its server")
+    enable_server_load_tracking: bool = setting(
+        ("GREENFRONT_ENABLE_SERVER_LOAD_TRACKING",), boolean, False, "`/load` counts completions "
+        "and chat requests in flight, as vLLM (`--enable-server-load-tracking`); else engine ones")
+    lora_modules: tuple = setting(
+        ("GREENFRONT_LORA_MODULES",), lora_module_list, (), "LoRA adapters loaded at start-up "
+        "(`--lora-modules`): a JSON list of `{name, path, base_model_name?}`", shown="none")
+    stream_interval: int = setting(
+        ("GREENFRONT_STREAM_INTERVAL",), positive_int, 1, "output tokens a stream batches per "
+        "chunk (`--stream-interval`); a request's `stream_interval` can only raise it")
     max_n: int = setting(
         ("VLLM_MAX_N_SEQUENCES",), positive_int, 16384, "largest `n` a request may ask for")
     max_completion_prompts: int = setting(
@@ -481,24 +484,9 @@ class Config:
         return out
 
 
-def settings_table() -> str:
-    """The README's settings table, made from the declarations."""
-    rows = ["| variable | default | meaning |", "|---|---|---|"]
-    for _, decl in Config.settings():
-        variable = f"`{decl.env[0]}`"
-        if len(decl.env) > 1:
-            variable += " (fallback " + ", ".join(f"`{e}`" for e in decl.env[1:]) + ")"
-        rows.append(f"| {variable} | {decl.default_text()} | {decl.doc} |")
-    return "\n".join(rows)
-
-
 def readme_with_table(text: str) -> str:
-    """``text`` (the README) with the generated table between its markers."""
-    head, begin, rest = text.partition(TABLE_BEGIN)
-    _, end, tail = rest.partition(TABLE_END)
-    if not begin or not end:
-        raise ValueError("README.md has no settings-table markers")
-    return f"{head}{TABLE_BEGIN}\n{settings_table()}\n{TABLE_END}{tail}"
+    """``text`` (the README) with the settings table made from the declarations."""
+    return with_table(text, settings_table(decl for _, decl in Config.settings()))
 
 
 @functools.cache

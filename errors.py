@@ -22,6 +22,8 @@ class ApiError(Exception):
 
     status: int = 500
     type: str = "InternalServerError"
+    #: Extra response headers (``Retry-After`` on an admission refusal).
+    headers: tuple[tuple[str, str], ...] = ()
 
     def __init__(self, message: str, *, param: str | None = None, value: Any = None,
                  show_value: bool = False) -> None:

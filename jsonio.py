@@ -12,11 +12,22 @@ from typing import Any
 import orjson
 
 from errors import RequestValidationError
+from token_ids import TokenIds
+
+_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+
+
+def _default(obj: Any) -> Any:
+    # A prompt's ids through orjson's numpy path: 0.43 ms for 82k ids against 1.0 ms as a list
+    # (token_ids.py); the same JSON.
+    if isinstance(obj, TokenIds):
+        return obj.array
+    raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
 
 
 def dumps(obj: Any) -> bytes:
     """Compact JSON bytes; non-str dict keys (token ids) become strings as in vLLM."""
-    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
+    return orjson.dumps(obj, default=_default, option=_OPTIONS)
 
 
 def loads(data: bytes | str) -> Any:

@@ -12,7 +12,7 @@ import dataclasses
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 log = logging.getLogger("greenfront.config")
 
@@ -114,6 +114,29 @@ def json_strings(raw: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def lora_module_list(raw: str) -> tuple[tuple[str, str, str | None, bool], ...]:
+    """A JSON list of vLLM's LoRAModulePath objects (``name``, ``path``, optional
+    ``base_model_name`` and ``is_3d_lora_weight``), as (name, path, base, is_3d) tuples."""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(value, list):
+        raise ValueError("must be a JSON list of LoRA modules")
+    modules = []
+    for item in value:
+        if not (isinstance(item, dict) and isinstance(item.get("name"), str) and item["name"]
+                and isinstance(item.get("path"), str) and item["path"]
+                and isinstance(item.get("base_model_name"), (str, type(None)))
+                and isinstance(item.get("is_3d_lora_weight", False), bool)
+                and set(item) <= {"name", "path", "base_model_name", "is_3d_lora_weight"}):
+            raise ValueError(f"not a LoRA module (name, path, base_model_name, "
+                             f"is_3d_lora_weight): {item!r}")
+        modules.append((item["name"], item["path"], item.get("base_model_name"),
+                        item.get("is_3d_lora_weight", False)))
+    return tuple(modules)
+
+
 # -- declarations --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Setting:
@@ -157,3 +180,27 @@ def setting(env: tuple[str, ...], parse: Callable[[str], Any], default: Any, doc
     """A ``Config`` field declared as a setting (see the module docstring)."""
     decl = Setting(env, parse, default, doc, shown, secret, empty_is_value)
     return dataclasses.field(default=default, metadata={"setting": decl})
+
+
+TABLE_BEGIN = "<!-- settings table: generated from config.py by `python -m config --readme` -->"
+TABLE_END = "<!-- end of settings table -->"
+
+
+def settings_table(declarations: Iterable[Setting]) -> str:
+    """The README's settings table: one row per declaration."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for decl in declarations:
+        variable = f"`{decl.env[0]}`"
+        if len(decl.env) > 1:
+            variable += " (fallback " + ", ".join(f"`{e}`" for e in decl.env[1:]) + ")"
+        rows.append(f"| {variable} | {decl.default_text()} | {decl.doc} |")
+    return "\n".join(rows)
+
+
+def with_table(text: str, table: str) -> str:
+    """``text`` (the README) with ``table`` between its settings-table markers."""
+    head, begin, rest = text.partition(TABLE_BEGIN)
+    _, end, tail = rest.partition(TABLE_END)
+    if not begin or not end:
+        raise ValueError("README.md has no settings-table markers")
+    return f"{head}{TABLE_BEGIN}\n{table}\n{TABLE_END}{tail}"

@@ -103,6 +103,11 @@ def _busy_processes() -> list[str]:
             if pid in before and pid != os.getpid() and (t - before[pid][0]) / hz > 0.1]
 
 
+def _loadavg() -> str:
+    """The machine's load average: on a shared machine, how crowded the run was."""
+    return " / ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
 def _commit() -> str:
     """HEAD, plus a digest of uncommitted server changes (bench/ excluded): if it differs at the
     end of the run, the code under test changed while it was measured."""
@@ -297,6 +302,23 @@ def _soak(args: argparse.Namespace, argv: list[str]) -> int:
     return 1 if result["errors"] or result["left_in_engine"] else 0
 
 
+def _meta(args: argparse.Namespace, argv: list[str], stamp: str, sim: SimProfile) -> dict:
+    """The run's description; warns when other processes use the CPU as it starts."""
+    busy = _busy_processes()
+    if busy:
+        print("warning: other processes are using the CPU, figures will not be comparable: "
+              + ", ".join(busy), file=sys.stderr)
+    return {
+        "timestamp": stamp, "command": "python -m bench " + " ".join(argv),
+        "machine": _machine(), "commit": _commit(), "mode": args.mode,
+        "pinning": (f"server (gunicorn master + workers, or the target frontend) on CPUs "
+                    f"{args.server_cpus}; simulator, load generator and prober on CPUs "
+                    f"{args.client_cpus} (os.sched_setaffinity, as `taskset -c`)"),
+        "sim_args": sim.args, "server_cpus": sorted(parse_cpus(args.server_cpus)),
+        "client_cpus": sorted(parse_cpus(args.client_cpus)), "loadavg_start": _loadavg(),
+        "busy_at_start": busy}
+
+
 def main(argv: list[str]) -> int:
     args = _parse(argv)
     if args.soak:
@@ -313,19 +335,8 @@ def main(argv: list[str]) -> int:
     steps = _plan(args, server_cpus, client_cpus, sim, work)
     limits = _limits(args)
     total = sum(len(s.scenarios) for s in steps) + len(limits)
-    results: dict[str, Any] = {"meta": {
-        "timestamp": stamp, "command": "python -m bench " + " ".join(argv),
-        "machine": _machine(), "commit": _commit(), "mode": args.mode,
-        "pinning": (f"server (gunicorn master + workers, or the target frontend) on CPUs "
-                    f"{args.server_cpus}; simulator, load generator and prober on CPUs "
-                    f"{args.client_cpus} (os.sched_setaffinity, as `taskset -c`)"),
-        "sim_args": sim.args, "server_cpus": sorted(server_cpus),
-        "client_cpus": sorted(client_cpus)}, "phases": [], "limits": []}
-    busy = _busy_processes()
-    results["meta"]["busy_at_start"] = busy
-    if busy:
-        print("warning: other processes are using the CPU, figures will not be comparable: "
-              + ", ".join(busy), file=sys.stderr)
+    results: dict[str, Any] = {"meta": _meta(args, argv, stamp, sim), "phases": [],
+                               "limits": []}
     started = time.monotonic()
     n = 0
 
@@ -351,6 +362,7 @@ def main(argv: list[str]) -> int:
         lim = run_limit(backend, threads, timing, server_cpus, work, args.model_dir)
         results["limits"].append(lim)
         progress(f"tokenizer limit {backend} x{threads}: {lim['prompts_per_s']:.1f} prompts/s")
+    results["meta"]["loadavg_end"] = _loadavg()
     commit_end = _commit()
     if commit_end != results["meta"]["commit"]:
         results["meta"]["code_changed_during_run"] = commit_end

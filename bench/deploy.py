@@ -30,7 +30,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_MODEL_DIR = os.path.join(ROOT, "models", "tekken-tiny")
 #: The tool-calling scenario's model: the same tokenizer with the parsers' marker tokens.
 MARKER_MODEL_DIR = os.path.join(ROOT, "models", "tekken-markers")
-PEER_SCRIPTS = os.path.join(os.path.dirname(ROOT), "shared", "vllm-peers")
+
+
+def _peer_scripts() -> str:
+    """``shared/vllm-peers`` beside the checkout or beside one of its parents (a worktree under
+    ``/work/wt/NAME`` finds ``/work/shared``); the first candidate when none exists."""
+    candidates = [os.path.join(parent, "shared", "vllm-peers")
+                  for parent in (os.path.dirname(ROOT), os.path.dirname(os.path.dirname(ROOT)))]
+    return next((c for c in candidates if os.path.isdir(c)), candidates[0])
+
+
+PEER_SCRIPTS = _peer_scripts()
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 

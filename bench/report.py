@@ -13,6 +13,8 @@ import json
 import os
 from typing import Any
 
+from bench.peer_targets import peer_targets
+
 LONG, TOKENIZE, STREAM, TOOLS = "long", "tokenize", "stream", "stream-tools"
 
 
@@ -259,13 +261,15 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         rate, h = tok["load"]["req_per_s"], tok["health"]["latency_ms"]["p99.9"]
         add("/tokenize of 300k characters vs vLLM's Rust frontend (~95/s, /health p99.9 30 ms)",
             "> 95/s and < 30 ms", f"{rate:.1f}/s, {_ms(h)}", rate > 95 and h < 30)
+    peer_targets(results, add)
     return out
 
 
 def _targets_table(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
-    out = ["### Targets", "", "| target | goal | measured | met |", "|---|---|---|---|"]
+    out = ["### Targets (issues 4 and 11)", "", "| target | goal | measured | met |",
+           "|---|---|---|---|"]
     for t in rows:
         met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]
         out.append(f"| {t['target']} | {t['goal']} | {t['measured']} | {met} |")
@@ -294,6 +298,8 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
              f"- Machine: {meta['machine']}",
              f"- Code: {meta['commit']}",
              f"- Pinning: {meta['pinning']}",
+             f"- Load average (1, 5, 15 min) at the start: {meta.get('loadavg_start', '?')}, "
+             f"at the end: {meta.get('loadavg_end', '?')}",
              f"- Engine: built-in simulator `{meta['sim_args']}` (its CPU: \"Load side\" below)"]
     if meta.get("code_changed_during_run"):
         lines.append(f"- **Warning**: the code changed during the run (at the end: "

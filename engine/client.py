@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import itertools
 import logging
-import os
 import random
 import time
 from typing import Any, Callable
@@ -32,7 +31,8 @@ import gevent
 import gevent.event
 import msgspec
 
-from engine import protocol
+from engine import protocol, shared_registrations
+from engine.admission import Admission, Group
 from engine.liveness import Liveness
 from engine.registry import RequestRegistry
 from engine.request_stats import RequestTiming
@@ -78,7 +78,9 @@ class EngineClient:
                  on_ready: Callable[[], None] | None = None,
                  observer: Any = None,
                  stall_timeout: float = 0.0,
-                 worker_slot: int = 0, worker_count: int = 1) -> None:
+                 worker_slot: int = 0, worker_count: int = 1,
+                 admission: Admission | None = None,
+                 on_rejected: Callable[[str], None] | None = None) -> None:
         self.client_index = client_index
         self._slot = worker_slot
         self._workers = worker_count
@@ -103,7 +105,9 @@ class EngineClient:
         self.max_model_len: int | None = None
         #: Set by ``abort_all`` (the worker is shutting down): no new request is sent.
         self.closed_error: ApiError | None = None
-        self._registry = RequestRegistry(self.ranks)
+        # Queue limits (``engine.admission``, checked in ``_add``); on_rejected(reason): the hub.
+        self._admission, self._on_rejected = admission, on_rejected
+        self._registry = RequestRegistry(self.ranks, admission and admission.publish)
         self._liveness = Liveness(self.ranks, stall_timeout, time.monotonic())
         self._pings: dict[int, int] = {}  # ping call id -> rank
         self._ping_ids = itertools.count(_PING_CALL_IDS)
@@ -119,7 +123,9 @@ class EngineClient:
         """Start the engine-I/O thread and bind the sockets; returns once they are bound."""
         self._hub_inbox = HubInbox(run_each)
         self._ready_event = gevent.event.Event()
-        self._load_shared_registrations()
+        if self._registration_dir:
+            for rank, registration in shared_registrations.load(self._registration_dir, self.ranks):
+                self._register(rank, registration)
         self._thread = EngineThread(self._start_transport)
         self._thread.start()
         if self._transport is None:
@@ -200,11 +206,13 @@ class EngineClient:
         # The last two hex digits name this worker (engine.protocol.split routes by them).
         return f"{external_id}-{_suffixes.getrandbits(24):06x}{self._slot:02x}"
 
-    def submit(self, request: Any, waker: Waker, rank: int | None = None) -> RequestStream:
+    def submit(self, request: Any, waker: Waker, rank: int | None = None,
+               group: Group | None = None) -> RequestStream:
         """Send one ``EngineCoreRequest``; its outputs will arrive on the returned stream.
 
-        Here (the caller's thread) only checks and encodes; the engine-I/O thread chooses the
-        rank (least loaded, or the pinned one), registers the stream and sends."""
+        Here (the caller's thread) only checks and encodes; the engine-I/O thread applies the
+        queue limits to ``group`` (the HTTP request's engine requests), chooses the rank (least
+        loaded, or the pinned one), registers the stream and sends."""
         requested = rank if rank is not None else request.data_parallel_rank
         if requested is not None and requested not in self.ranks:
             raise InvalidRequest(
@@ -214,11 +222,12 @@ class EngineClient:
         self.check_available(requested)
         request.current_wave = self.current_wave
         stream = RequestStream(request.request_id, -1, waker, self.abort)
+        stream.prefill_tokens = len(request.prompt_token_ids or ())
         if self._observer is not None:
             lora = request.lora_request
             stream.timing = RequestTiming(request.arrival_time, lora.lora_name if lora else None)
         frames = protocol.encode_add(b"", request)
-        self._call_engine(lambda: self._add(stream, frames, requested))
+        self._call_engine(lambda: self._add(stream, frames, requested, group))
         return stream
 
     def abort(self, request_ids: list[str]) -> None:
@@ -285,12 +294,15 @@ class EngineClient:
         thread.call(fn)
 
     # -- engine-I/O thread: requests --------------------------------------------------------
-    def _add(self, stream: RequestStream, frames: list, requested: int | None) -> None:
+    def _add(self, stream: RequestStream, frames: list, requested: int | None,
+             group: Group | None = None) -> None:
         registry = self._registry
         error = (EngineDead(f"The engine core is dead: {self.dead_reason}.")
                  if self.dead_reason is not None else
                  copy.copy(self.closed_error) if self.closed_error is not None else
                  self._refusal(requested))
+        if error is None and group is not None and self._admission is not None:
+            error = self._admitted(group)
         rank = requested if requested is not None else registry.choose(self._liveness.stalled)
         if error is not None or rank is None:
             failure = error or EngineUnavailable("No engine can take the request.")
@@ -307,6 +319,14 @@ class EngineClient:
             self.engines_running = True
             self._transport.post_coordinator(
                 msgspec.msgpack.encode([_identity(rank), self.current_wave]))
+
+    def _admitted(self, group: Group) -> ApiError | None:
+        """The queue limits' verdict on ``group`` (decided by its first request)."""
+        fresh, registry, hook = not group.decided, self._registry, self._on_rejected
+        rejection = self._admission.verdict(group, registry.in_flight, registry.prefill_tokens)
+        if rejection is not None and fresh and hook is not None:
+            self._to_hub(lambda: hook(rejection.reason))
+        return copy.copy(rejection) if rejection is not None else None
 
     def _abort(self, request_ids: list[str]) -> None:
         by_rank: dict[int, list[str]] = {}
@@ -335,6 +355,8 @@ class EngineClient:
             if stream is None:
                 continue  # aborted, or a previous worker's request
             batch.append((stream, output, aux))
+            if stream.prefill_tokens:
+                registry.prefilled(stream)
             if output.finish_reason is not None:
                 registry.pop(rid)
         if self._observer is not None:
@@ -397,7 +419,8 @@ class EngineClient:
             log.exception("undecodable registration from engine %d", rank)
             return
         self._heard(rank)
-        self._save_shared_registration(rank, payload)
+        if self._registration_dir:
+            shared_registrations.save(self._registration_dir, rank, payload)
         self._to_hub(lambda: self._register(rank, registration))
 
     def _register(self, rank: int, registration: Any) -> None:
@@ -449,30 +472,6 @@ class EngineClient:
         self._hub_inbox.post(fn)
 
     # -- registrations shared between worker processes ---------------------------------------
-    def _save_shared_registration(self, rank: int, payload: bytes) -> None:
-        if not self._registration_dir:
-            return
-        path = os.path.join(self._registration_dir, f"registration-{rank}.msgpack")
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(bytes(payload))
-            os.replace(tmp, path)
-        except OSError:
-            log.warning("could not share engine %d's registration at %s", rank, path)
-
-    def _load_shared_registrations(self) -> None:
-        if not self._registration_dir:
-            return
-        for rank in self.ranks:
-            path = os.path.join(self._registration_dir, f"registration-{rank}.msgpack")
-            try:
-                with open(path, "rb") as f:
-                    self._register(rank, protocol.decode_registration(f.read()))
-            except FileNotFoundError:
-                continue
-            except Exception:
-                log.exception("ignoring unreadable %s", path)
 
 
 def _identity(rank: int) -> bytes:

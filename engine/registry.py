@@ -3,14 +3,14 @@
 Owned by the engine-I/O thread: every method runs there. ``EngineClient`` hands submits, aborts
 and failures to that thread through its inbox, so counts are updated by one thread only (a
 ``+=`` on a dict item is several bytecodes; two threads doing it lose updates). Other threads
-read only ``in_flight``, an int this thread republishes after every change (one attribute
-store, atomic for readers).
+read only ``in_flight`` and ``prefill_tokens``, ints this thread republishes after every change
+(one attribute store, atomic for readers); ``on_change`` sees both after each change.
 
 Runs on: the engine-I/O thread (``in_flight`` is read from any thread).
 """
 from __future__ import annotations
 
-from typing import Collection, Iterable
+from typing import Callable, Collection, Iterable
 
 from engine.stream import RequestStream
 
@@ -20,11 +20,15 @@ class RequestRegistry:
 
     Attributes:
         in_flight: published count of registered requests (read by ``/load`` in the HTTP hub).
+        prefill_tokens: prompt tokens of registered requests without an output yet.
         load: the DP coordinator's latest per-rank ``[waiting, running, kv_usage]``.
     """
 
-    def __init__(self, ranks: Iterable[int]) -> None:
+    def __init__(self, ranks: Iterable[int],
+                 on_change: Callable[[int, int], None] | None = None) -> None:
         self.ranks = list(ranks)
+        self._on_change = on_change
+        self.prefill_tokens = 0
         self._streams: dict[str, RequestStream] = {}
         self._outstanding: dict[int, int] = {rank: 0 for rank in self.ranks}
         self._next = 0
@@ -66,7 +70,20 @@ class RequestRegistry:
         was_idle = self._outstanding[rank] == 0
         self._outstanding[rank] += 1
         self.in_flight = len(self._streams)
+        self.prefill_tokens += stream.prefill_tokens
+        self._changed()
         return was_idle
+
+    def prefilled(self, stream: RequestStream) -> None:
+        """``stream``'s first output arrived: its prompt no longer waits for prefill."""
+        if stream.prefill_tokens:
+            self.prefill_tokens -= stream.prefill_tokens
+            stream.prefill_tokens = 0
+            self._changed()
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change(self.in_flight, self.prefill_tokens)
 
     def get(self, request_id: str) -> RequestStream | None:
         return self._streams.get(request_id)
@@ -77,6 +94,8 @@ class RequestRegistry:
         if stream is not None:
             self._outstanding[stream.engine_rank] -= 1
             self.in_flight = len(self._streams)
+            self.prefill_tokens -= stream.prefill_tokens
+            self._changed()
         return stream
 
     def pop_rank(self, rank: int) -> list[RequestStream]:
@@ -92,4 +111,6 @@ class RequestRegistry:
         for rank in self._outstanding:
             self._outstanding[rank] = 0
         self.in_flight = 0
+        self.prefill_tokens = 0
+        self._changed()
         return streams

@@ -59,10 +59,11 @@ class RequestStream:
             version changed between steps that brought tokens (vLLM's output weight-version
             spans; /inference/v1/generate reports them).
         timing: the ``RequestTiming`` the engine-I/O thread fills for the metrics, or None.
+        prefill_tokens: the prompt's tokens until its first output (``engine.admission``).
     """
 
     __slots__ = ("request_id", "engine_rank", "finished", "error", "weight_versions", "timing",
-                 "_tokens_seen", "_outputs", "_waker", "_abort", "_merge_at")
+                 "prefill_tokens", "_tokens_seen", "_outputs", "_waker", "_abort", "_merge_at")
 
     def __init__(self, request_id: str, engine_rank: int, waker: Waker,
                  abort: Callable[[list[str]], None]) -> None:
@@ -73,6 +74,8 @@ class RequestStream:
         self.weight_versions: list[tuple[str, int]] = []
         #: The request's metric timing (``engine.request_stats``), when metrics are recorded.
         self.timing: Any = None
+        #: Prompt tokens while no output arrived (the engine-I/O thread's admission count).
+        self.prefill_tokens = 0
         self._tokens_seen = 0
         self._outputs: deque[Any] = deque()
         self._waker = waker

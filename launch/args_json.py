@@ -13,21 +13,20 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from settings import lora_module_list
+
 #: vLLM frontend options whose behaviour greenfront does not have. Setting any of them to a
 #: non-default value is refused rather than silently ignored.
 UNSUPPORTED = frozenset({
-    "lora_modules", "trust_request_mm_kwargs", "return_tokens_as_token_ids",
+    "trust_request_mm_kwargs", "return_tokens_as_token_ids",
     "exclude_tools_when_tool_choice_none", "tool_strict_level", "tool_server",
-    "enable_per_request_metrics", "enable_server_load_tracking", "sse_keep_alive_interval",
+    "enable_per_request_metrics", "sse_keep_alive_interval",
     "enable_tokenizer_info_endpoint", "enable_log_outputs", "enable_log_deltas",
     "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
-    "tokens_only", "uds", "enable_ssl_refresh", "ssl_ciphers", "root_path", "middleware",
+    "tokens_only", "uds", "enable_ssl_refresh", "ssl_ciphers", "middleware",
     "disable_access_log_for_endpoints", "skip_tokenizer_init",
     "enable_prompt_embeds", "override_generation_config", "tokenizer_revision",
     "hf_config_path", "enable_flash_late_interaction",
-    # Engine options in vLLM that its frontend applies (the output collector's interval, the
-    # admission limits of AsyncLLM): frontend behaviour greenfront does not have yet.
-    "stream_interval", "max_num_queued_reqs", "max_num_queued_tokens",
 })
 
 
@@ -85,6 +84,28 @@ def _structured_outputs_backend(value: Any) -> str | None:
     return None if backend == "auto" else str(backend)
 
 
+def _lora_modules(value: Any) -> str:
+    """vLLM's ``--lora-modules``: from ``--args-json`` a list of LoRAModulePath objects; on
+    ``greenfront serve``'s command line ``name=path`` items or JSON objects, as vLLM parses them."""
+    modules = []
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, str) and "=" in item and "," not in item:
+            name, path = item.split("=", 1)
+            item = {"name": name, "path": path}
+        elif isinstance(item, str):
+            try:
+                item = json.loads(item)
+            except json.JSONDecodeError:
+                raise _Refused() from None
+        modules.append(item)
+    text = json.dumps(modules)
+    try:
+        lora_module_list(text)
+    except ValueError:
+        raise _Refused() from None
+    return text
+
+
 def _json_object(value: Any) -> str:
     if not isinstance(value, dict):
         raise _Refused()
@@ -107,6 +128,14 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "enable_force_include_usage": ("GREENFRONT_ENABLE_FORCE_INCLUDE_USAGE", _flag),
     "enable_prompt_tokens_details": ("GREENFRONT_ENABLE_PROMPT_TOKENS_DETAILS", _flag),
     "max_logprobs": ("GREENFRONT_MAX_LOGPROBS", str),
+    # An engine option (SchedulerConfig) that vLLM's output processor applies in the frontend.
+    "stream_interval": ("GREENFRONT_STREAM_INTERVAL", str),
+    "root_path": ("GREENFRONT_ROOT_PATH", str),
+    "enable_server_load_tracking": ("GREENFRONT_ENABLE_SERVER_LOAD_TRACKING", _flag),
+    "lora_modules": ("GREENFRONT_LORA_MODULES", _lora_modules),
+    # Engine options (SchedulerConfig) whose admission limits vLLM's AsyncLLM applies.
+    "max_num_queued_reqs": ("GREENFRONT_MAX_NUM_QUEUED_REQS", str),
+    "max_num_queued_tokens": ("GREENFRONT_MAX_NUM_QUEUED_TOKENS", str),
     # An engine option in vLLM (EngineArgs), honoured by the frontend's drain: runtime/shutdown.
     "shutdown_timeout": ("GREENFRONT_SHUTDOWN_TIMEOUT", str),
     "allowed_origins": ("GREENFRONT_ALLOWED_ORIGINS", json.dumps),
@@ -144,7 +173,7 @@ def arg_kind(name: str) -> str:
         return "json"
     if convert in (_flag, _not_flag):
         return "flag"
-    if convert is _names:
+    if convert in (_names, _lora_modules):
         return "list"
     return "value"
 

@@ -18,7 +18,7 @@ from runtime.shutdown import Drain
 PROBE_PATHS = frozenset({"/health", "/ready", "/metrics", "/ping"})
 
 
-class _Counted:
+class CountedBody:
     """The response iterable; the request leaves the count when gunicorn closes it."""
 
     __slots__ = ("_iterable", "_leave")
@@ -60,7 +60,7 @@ class DrainMiddleware:
         except BaseException:
             drain.leave()
             raise
-        return _Counted(result, drain.leave)
+        return CountedBody(result, drain.leave)
 
     def __getattr__(self, name: str) -> Any:
         # gunicorn's hooks read ``state`` (and tests ``falcon_app``) from the WSGI callable.

@@ -29,6 +29,8 @@ def wsgi_error(start_response: Callable, error: ApiError) -> list[bytes]:
 def _render(resp: falcon.Response, error: ApiError) -> None:
     resp.status = error.status
     resp.content_type = JSON
+    for name, value in error.headers:
+        resp.set_header(name, value)
     resp.data = jsonio.dumps(error.to_envelope())
 
 

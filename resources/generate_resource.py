@@ -16,6 +16,7 @@ from resources.request_body import read_json
 from errors import InvalidRequest
 from resources.common.output import RequestState
 from resources.common.sse import error_event
+from resources.request_headers import apply_request_headers
 from runtime.cancellation import CANCEL_KEY, Cancellation
 from runtime.state import WorkerState
 from streaming.body import DeferredBody, StreamingBody
@@ -37,6 +38,9 @@ class GenerationResource:
     render_response: Callable[..., bytes]
     #: (prepared, ctx, generation) -> the per-request output state (the generation's streams
     #: carry what some endpoints report besides the outputs, e.g. weight versions)
+    #: True: vLLM's OpenAI rules for X-Vllm-Priority and X-Session-ID (``request_headers``);
+    #: False: /inference/v1/generate's (the session header only).
+    openai_headers: bool = True
     output_state: Callable[..., Any] = staticmethod(
         lambda prepared, ctx, generation: RequestState(prepared, ctx))
 
@@ -48,6 +52,7 @@ class GenerationResource:
         ctx = state.serving_context()
         body = read_json(req)
         prepared = type(self).prepare(body, ctx, header_request_id=req.get_header("X-Request-Id"))
+        apply_request_headers(prepared, req, body, from_body=type(self).openai_headers)
         if state.config.log_requests:
             _log_request(prepared)
         cancel = req.env.get(CANCEL_KEY) or Cancellation()

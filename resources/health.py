@@ -72,15 +72,18 @@ class VersionResource:
 
 
 class LoadResource:
-    """``{"server_load": n}``: requests this worker has in flight in the engines."""
+    """``{"server_load": n}``: this worker's completions and chat requests in flight with
+    ``--enable-server-load-tracking`` (vLLM's count), else its engine requests in flight."""
 
     def __init__(self, state: WorkerState) -> None:
         self._state = state
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        client = self._state.client
+        state, client = self._state, self._state.client
+        load = (state.tracked_requests if state.config.enable_server_load_tracking else
+                client.in_flight if client else 0)
         resp.content_type = falcon.MEDIA_JSON
-        resp.data = jsonio.dumps({"server_load": client.in_flight if client else 0})
+        resp.data = jsonio.dumps({"server_load": load})
 
 
 class MetricsResource:

@@ -9,7 +9,7 @@ import secrets
 import falcon
 
 import jsonio
-from runtime.lora_registry import lora_registry
+from runtime.lora_registry import lora_registry, uses_adapters
 from runtime.state import WorkerState
 
 
@@ -24,9 +24,10 @@ class ModelsResource:
         state.client.check_available()
         created = int(state.started_at)
         cards = [(name, state.config.model, None) for name in state.config.model_names]
-        if state.config.allow_runtime_lora_updating:
+        if uses_adapters(state.config):
             base = state.config.model_names[0]
-            cards += [(a["id"], a["root"], base) for a in lora_registry(state.config).models()]
+            cards += [(a["id"], a["root"], a["parent"] or base)
+                      for a in lora_registry(state.config).models()]
         data = [{
             "id": name,
             "object": "model",

@@ -4,7 +4,8 @@ The paths and methods are the routes the Falcon app serves (``falcon.inspect``),
 route (dev mode, runtime LoRA) appears exactly when it is served. Request bodies come from the
 field tables the endpoints validate with (each resource's ``request_schemas()``, built by
 ``resources.common.fields.fields_schema`` from the validators' schemas): the document cannot
-drift from what the parser accepts. Types are the strict JSON ones, as vLLM's pydantic models
+drift from what the parser accepts; ``resources.openapi_checks`` adds the bounds the semantic
+checks enforce (``n >= 1``, a non-empty prompt, …). Types are the strict JSON ones, as vLLM's pydantic models
 publish theirs; unknown body keys are allowed because the parser ignores them.
 
 Runs on: the HTTP hub (built once, on the first request, after every route is registered).
@@ -18,6 +19,7 @@ import falcon.inspect
 
 import jsonio
 from resources.health import VERSION
+from resources.openapi_checks import with_checks
 
 OPENAPI_VERSION = "3.1.0"
 ERROR_SCHEMA: dict[str, Any] = {
@@ -73,7 +75,7 @@ def _operation(resource: Any, method: str, schemas: dict[str, Any]) -> dict[str,
     if bodies:
         refs = []
         for schema_name, schema in bodies.items():
-            schemas[schema_name] = schema
+            schemas[schema_name] = with_checks(schema_name, schema)
             refs.append({"$ref": f"#/components/schemas/{schema_name}"})
             streams = streams or "stream" in schema.get("properties", {})
         body_schema = refs[0] if len(refs) == 1 else {"anyOf": refs}

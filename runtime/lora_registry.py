@@ -43,6 +43,8 @@ class LoraAdapter:
     path: str
     load_inplace: bool = False
     is_3d_lora_weight: bool = False
+    #: ``--lora-modules``' ``base_model_name``: ``/v1/models``' parent (None: the served name).
+    base_model_name: str | None = None
 
     def request(self) -> list:
         """The LoRARequest wire array (docs/engine-protocol.md §3.6): name, id, path, base model, flags."""
@@ -57,7 +59,7 @@ class LoraAdapter:
     @classmethod
     def from_entry(cls, name: str, entry: dict) -> LoraAdapter:
         return cls(name, entry["id"], entry["path"], entry.get("load_inplace", False),
-                   entry.get("is_3d_lora_weight", False))
+                   entry.get("is_3d_lora_weight", False), entry.get("base_model_name"))
 
 
 class LoraRegistry:
@@ -81,10 +83,12 @@ class LoraRegistry:
         """Loaded adapters, in id order."""
         return list(self._view().adapters.values())
 
-    def models(self) -> list[dict[str, str]]:
+    def models(self) -> list[dict[str, str | None]]:
         """``/v1/models`` fields of each adapter, as vLLM fills them: ``id`` is the adapter
-        name, ``root`` its path; ``parent`` is the first served model name (the caller's)."""
-        return [{"id": a.name, "root": a.path} for a in self.adapters()]
+        name, ``root`` its path, ``parent`` its base model when ``--lora-modules`` named one,
+        else None (the caller puts the first served model name)."""
+        return [{"id": a.name, "root": a.path, "parent": a.base_model_name}
+                for a in self.adapters()]
 
     def lora_request(self, name: str) -> LoRARequest | None:
         """The ``lora_request`` of an ADD for a request whose ``model`` is ``name`` (one shared,
@@ -93,8 +97,8 @@ class LoraRegistry:
         return self._view().requests.get(name)
 
     # -- load / unload (this module) ---------------------------------------------------------------
-    def begin_load(self, name: str, path: str, load_inplace: bool,
-                   is_3d: bool) -> tuple[LoraAdapter, dict | None]:
+    def begin_load(self, name: str, path: str, load_inplace: bool, is_3d: bool,
+                   base_model_name: str | None = None) -> tuple[LoraAdapter, dict | None]:
         """Claim ``name`` and pick its id; returns the adapter and the entry it replaces."""
         with self._transaction() as state:
             adapters = state["adapters"]
@@ -116,7 +120,7 @@ class LoraRegistry:
                 previous = None
                 int_id = state["next_id"]
                 state["next_id"] = int_id + 1
-            adapter = LoraAdapter(name, int_id, path, load_inplace, is_3d)
+            adapter = LoraAdapter(name, int_id, path, load_inplace, is_3d, base_model_name)
             if previous is None:
                 adapters[name] = {**_entry(adapter), "loaded": False, "busy": os.getpid()}
         return adapter, previous
@@ -244,7 +248,8 @@ _EMPTY = _View(None, {}, {})
 
 def _entry(adapter: LoraAdapter) -> dict[str, Any]:
     return {"id": adapter.int_id, "path": adapter.path, "load_inplace": adapter.load_inplace,
-            "is_3d_lora_weight": adapter.is_3d_lora_weight}
+            "is_3d_lora_weight": adapter.is_3d_lora_weight,
+            "base_model_name": adapter.base_model_name}
 
 
 def _live(entry: dict | None) -> dict | None:
@@ -280,5 +285,10 @@ def lora_registry(config: Config) -> LoraRegistry:
 
 def adapter_lookup(config: Config) -> LoraRegistry | None:
     """What request conversion resolves adapter names with (``ServingContext.adapters``): the
-    registry when runtime LoRA updating is on, else None (every non-served name is a 404)."""
-    return lora_registry(config) if config.allow_runtime_lora_updating else None
+    registry when adapters are served (runtime updating or ``--lora-modules``), else None."""
+    return lora_registry(config) if uses_adapters(config) else None
+
+
+def uses_adapters(config: Config) -> bool:
+    """Whether this deployment serves LoRA adapters (loaded at run time or at start-up)."""
+    return config.allow_runtime_lora_updating or bool(config.lora_modules)

@@ -44,6 +44,7 @@ class ServingContext:
         response_role: ``--response-role``.
         trust_request_chat_template: ``--trust-request-chat-template``.
         max_logprobs: ``--max-logprobs``.
+        stream_interval: ``--stream-interval`` (the server-wide one; requests may raise it).
         enable_force_include_usage: ``--enable-force-include-usage``.
         enable_prompt_tokens_details: ``--enable-prompt-tokens-details``.
         default_chat_template_kwargs: ``--default-chat-template-kwargs``
@@ -72,6 +73,7 @@ class ServingContext:
     response_role: str = "assistant"
     trust_request_chat_template: bool = False
     max_logprobs: int = 20
+    stream_interval: int = 1
     enable_force_include_usage: bool = False
     enable_prompt_tokens_details: bool = False
     default_chat_template_kwargs: dict | None = None

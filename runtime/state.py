@@ -17,7 +17,9 @@ from typing import Callable
 
 import gevent
 
+import token_ids
 from config import Config
+from engine.admission import Admission, SharedCounts
 from engine.client import EngineClient
 from runtime.hub_lag import HubLagMonitor
 from runtime.lora_registry import adapter_lookup
@@ -35,6 +37,10 @@ class WorkerState:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.pid: int | None = None
+        #: HTTP hub: called once every engine registered (app.py adds ``--lora-modules``' load).
+        self.engines_ready_hooks: list[Callable[[], None]] = []
+        #: HTTP hub: completions and chat requests in flight (``middleware.load_tracking``).
+        self.tracked_requests = 0
         self.model = None
         self.tokenizer = None
         self.chat_template = None
@@ -66,6 +72,8 @@ class WorkerState:
         self.model, self.tokenizer, self.chat_template = (text.model, text.tokenizer,
                                                           text.chat_template)
         self.output_parsers = self._load_output_parsers()
+        if self.tokenizer.backend == "fastokens":
+            token_ids.load_numpy()  # its prompts' ids are TokenIds: import numpy now, not mid-request
         get_pool(cfg)
         self.client = self._make_client()
         self.client.start()
@@ -99,7 +107,7 @@ class WorkerState:
                 reasoning_parser=cfg.reasoning_parser, vocab=self.tokenizer.hf.get_vocab(True))
         except ParserSetupError as exc:  # vLLM refuses to start the same way
             log.error("cannot start: %s", exc)
-            _halt_server()
+            halt_server()
 
     def wait_for_engines(self, heartbeat: Callable[[], None]) -> None:
         """Before the worker accepts connections: wait (bounded by ``accept_wait``) for the
@@ -129,7 +137,17 @@ class WorkerState:
             io_threads=cfg.zmq_threads, max_model_len_cap=cfg.max_model_len,
             registration_dir=cfg.run_dir, on_dead=self._on_engine_dead,
             on_ready=self._on_engines_ready, observer=self.metrics,
-            stall_timeout=cfg.engine_stall_timeout)
+            stall_timeout=cfg.engine_stall_timeout, admission=self._admission(),
+            on_rejected=self.metrics.record_admission_rejection)
+
+    def _admission(self) -> Admission | None:
+        """The queue limits, with the counts shared between the deployment's workers."""
+        cfg = self.config
+        if cfg.max_num_queued_reqs is None and cfg.max_num_queued_tokens is None:
+            return None
+        shared = (SharedCounts(os.path.join(cfg.run_dir, "admission.counts"), cfg.worker_slot)
+                  if cfg.run_dir and cfg.worker_count > 1 else None)
+        return Admission(cfg.max_num_queued_reqs, cfg.max_num_queued_tokens, shared)
 
     def _on_engines_ready(self) -> None:
         """HTTP hub: every engine registered (before any request can be served)."""
@@ -137,6 +155,8 @@ class WorkerState:
             self.metrics.start(dict(self.client.registrations), self.client.max_model_len)
         except Exception:  # metrics must never keep the worker from serving
             log.exception("could not set up the vLLM metric families")
+        for hook in self.engines_ready_hooks:
+            hook()
 
     def _watch_registration(self) -> None:
         """HTTP hub: halt the server when the engines do not register in time (as vLLM does)."""
@@ -145,7 +165,7 @@ class WorkerState:
             return
         log.error("the engines did not register within %g s; raise VLLM_ENGINE_READY_TIMEOUT_S "
                   "(or GREENFRONT_ENGINE_READY_TIMEOUT) if they need longer to start", timeout)
-        _halt_server()
+        halt_server()
 
     def _on_engine_dead(self, reason: str) -> None:
         """HTTP hub, after every in-flight request was failed: vLLM's frontends stop serving
@@ -154,7 +174,7 @@ class WorkerState:
             log.error("stopping: the engine core died (%s); VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1 "
                       "keeps the server up", reason)
             # Let the error responses that were just written reach their clients first.
-            gevent.spawn_later(0.5, _halt_server)
+            gevent.spawn_later(0.5, halt_server)
 
     def stop(self) -> None:
         """Non-blocking shutdown: engine thread and pool are told to end, not waited for."""
@@ -193,6 +213,7 @@ class WorkerState:
             response_role=cfg.response_role,
             trust_request_chat_template=cfg.trust_request_chat_template,
             max_logprobs=cfg.max_logprobs,
+            stream_interval=cfg.stream_interval,
             enable_force_include_usage=cfg.enable_force_include_usage,
             enable_prompt_tokens_details=cfg.enable_prompt_tokens_details,
             max_stop_strings=cfg.max_stop_strings,
@@ -218,6 +239,6 @@ def server_template_kwargs(cfg) -> dict:
 WORKER_BOOT_ERROR = 3
 
 
-def _halt_server() -> None:
+def halt_server() -> None:
     logging.shutdown()
     os._exit(WORKER_BOOT_ERROR)

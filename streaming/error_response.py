@@ -27,4 +27,4 @@ def http_parts(error: ApiError) -> tuple[str, list[tuple[str, str]], bytes]:
     """Status line, headers and body of an error response."""
     body = jsonio.dumps(error.to_envelope())
     return status_line(error.status), [("Content-Type", JSON),
-                                       ("Content-Length", str(len(body)))], body
+                                       ("Content-Length", str(len(body))), *error.headers], body

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol, Sequence
 
+from engine.admission import Group
 from engine.client import EngineClient
 from engine.protocol import EngineCoreRequest, SamplingParams
 from engine.stream import RequestStream, Waker
@@ -80,6 +81,9 @@ def start_generation(prepared: Prepared, client: EngineClient,
     waker = Waker()
     streams: list[RequestStream] = []
     arrival = time.time()
+    # The queue limits admit or refuse the request's engine requests together (n counts n).
+    group = Group(len(prepared.choices),
+                  sum(len(c.prompt_token_ids) for c in prepared.choices))
     try:
         for choice in prepared.choices:
             if cancel is not None and cancel.cancelled:
@@ -97,11 +101,12 @@ def start_generation(prepared: Prepared, client: EngineClient,
                 data_parallel_rank=data_parallel_rank,
                 client_index=client.client_index,
                 priority=prepared.priority,
+                session_id=prepared.session_id,
                 external_req_id=base,
                 reasoning_ended=prepared.reasoning_ended,
                 reasoning_parser_kwargs=prepared.reasoning_parser_kwargs,
             )
-            streams.append(client.submit(request, waker))
+            streams.append(client.submit(request, waker, group=group))
     except BaseException:
         if streams:
             client.abort([s.request_id for s in streams])

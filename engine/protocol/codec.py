@@ -25,6 +25,7 @@ from engine.protocol.handshake import EngineCoreReadyResponse
 from engine.protocol.ndarray import CUSTOM_TYPE_RAW_VIEW
 from engine.protocol.outputs import EngineCoreOutputs, UtilityOutput
 from engine.protocol.requests import EngineCoreRequest, RequestType
+from token_ids import TokenIds
 
 __all__ = [
     "ENGINE_CORE_DEAD",
@@ -61,7 +62,15 @@ def _ext_hook(code: int, data: memoryview) -> Any:
     raise ProtocolError(f"unknown msgpack ext type {code}")
 
 
-_encoder = msgspec.msgpack.Encoder()
+def _enc_hook(obj: Any) -> Any:
+    # A prompt's ids as one pre-encoded msgpack array: 0.14 ms for 82k ids against 0.9 ms for
+    # msgspec over a list of ints, GIL held (token_ids.py).
+    if isinstance(obj, TokenIds):
+        return msgspec.Raw(obj.msgpack())
+    raise NotImplementedError(f"cannot encode {type(obj).__name__}")
+
+
+_encoder = msgspec.msgpack.Encoder(enc_hook=_enc_hook)
 _outputs_decoder = msgspec.msgpack.Decoder(EngineCoreOutputs, ext_hook=_ext_hook)
 _registration_decoder = msgspec.msgpack.Decoder(EngineCoreReadyResponse)
 _request_decoder = msgspec.msgpack.Decoder(EngineCoreRequest, ext_hook=_ext_hook)

@@ -61,6 +61,9 @@ user's ``vllm_xargs`` through):
                    ``_eos_token_id``, else cycle through them again
   sim_error_after  int: after N tokens finish with ERROR (finish_reason 3, no
                    tokens; 0.33+ also sets ``error``)
+A request whose ``extra_args.kv_transfer_params`` has ``do_remote_decode`` (a P/D prefill
+request) finishes with a KV connector's answer in ``kv_transfer_params``
+(``request.kv_transfer_answer``, the NIXL connector's shape).
 
 Logprobs: ``logprobs`` k >= 0 attaches ``new_logprobs`` (``<i4``/``<f4`` [1, k+1],
 ``<i8`` [1]); ``prompt_logprobs`` attaches ``new_prompt_logprobs_tensors``

@@ -50,6 +50,27 @@ def _knob(extra: dict, name: str, kind: type, warn: list[str]) -> Any:
     return value
 
 
+def kv_transfer_answer(params: Any, request_id: str, prompt_len: int,
+                       cfg: SimConfig) -> dict | None:
+    """What a prefill node's KV connector puts in a finished request's ``kv_transfer_params``.
+
+    A P/D proxy sends the prefill node ``{"do_remote_decode": true, ...}``; vLLM's NIXL
+    connector answers, on the finishing output, where the decode node may read the prompt's KV
+    blocks (``do_remote_prefill: true``, block ids, engine id, host, port, sizes). The
+    simulator answers in that shape (its blocks: one per ``block_size`` prompt tokens), so
+    that frontends can be checked to pass it on. Any other request: None, as without a
+    connector.
+    """
+    if not isinstance(params, dict) or not params.get("do_remote_decode"):
+        return None
+    blocks = list(range(-(-prompt_len // cfg.block_size)))
+    return {"do_remote_prefill": True, "do_remote_decode": False, "remote_block_ids": [blocks],
+            "remote_engine_id": f"greenfront-sim-{cfg.rank}", "remote_request_id": request_id,
+            "remote_host": "127.0.0.1", "remote_port": 5600 + cfg.rank, "tp_size": 1,
+            "dcp_size": 1, "pp_size": 1, "remote_num_tokens": prompt_len,
+            "remote_blocks_expiry_time": None, "transfer_mode": "READ"}
+
+
 def _sampling_key(sim_seed: int, req: EngineCoreRequest) -> bytes:
     """What a request's random tokens derive from, as what a real engine's output depends on.
 
@@ -75,7 +96,7 @@ class SimRequest:
         "request_id", "client_index", "prompt", "prompt_len", "max_tokens", "min_tokens",
         "eos", "stop_ids", "mode", "tokens", "base", "span", "vocab", "eos_after",
         "error_after", "every", "start_step", "ready_at", "queued_at", "n_out", "done",
-        "running", "logprobs_k", "prompt_logprobs_k", "limit", "warnings",
+        "running", "logprobs_k", "prompt_logprobs_k", "limit", "warnings", "kv_answer",
     )
 
     def __init__(self, req: EngineCoreRequest, cfg: SimConfig, now: float) -> None:
@@ -131,6 +152,8 @@ class SimRequest:
         self.error_after = _knob(extra, "sim_error_after", int, warn)
         itl = _knob(extra, "sim_itl_ms", float, warn)
         self.every = max(1, round(itl / cfg.itl_ms)) if itl is not None and itl > 0 else 1
+        self.kv_answer = kv_transfer_answer(extra.get("kv_transfer_params"), req.request_id,
+                                            self.prompt_len, cfg)
         ttft = _knob(extra, "sim_ttft_ms", float, warn)
         ttft_ms = cfg.ttft_ms if ttft is None else max(0.0, ttft)
         self.ready_at = now + ttft_ms / 1000.0 + self.prompt_len * cfg.prefill_us_per_token / 1e6

@@ -225,7 +225,7 @@ class Scheduler:
                 reason, stop_reason = _LENGTH, None
             else:
                 reason = None
-            if n == 1 or sim.logprobs_k is not None:
+            if n == 1 or sim.logprobs_k is not None or (reason is not None and sim.kv_answer):
                 out = self._rich_output(sim, tok, reason, stop_reason if reason is not None else None, now, batch)
             elif reason is None:
                 out = out_cls(sim.request_id, [tok])
@@ -261,6 +261,8 @@ class Scheduler:
                 kwargs["new_prompt_logprobs_tensors"] = sim.prompt_logprobs(batch.aux_frames)
         if sim.logprobs_k is not None:
             kwargs["new_logprobs"] = sim.sample_logprobs(tok, batch.aux_frames)
+        if reason is not None and sim.kv_answer is not None:
+            kwargs["kv_transfer_params"] = sim.kv_answer
         return self._out_cls(
             sim.request_id, [tok], finish_reason=reason, stop_reason=stop_reason, **kwargs
         )

@@ -48,7 +48,7 @@ from resources.common.fields import (
 )
 from resources.request_body import read_json
 from runtime.lora_registry import InvalidUserInput, LoraAdapter, LoraRegistry, lora_registry
-from runtime.state import WorkerState
+from runtime.state import WorkerState, halt_server
 
 log = logging.getLogger("greenfront.lora")
 
@@ -97,6 +97,54 @@ def _check_lora_support(client: Any) -> None:
             f"(supports_lora=false on engine rank {disabled[0]}); start vLLM with --enable-lora.")
 
 
+def load_adapter(state: WorkerState, registry: LoraRegistry, name: str, path: str,
+                 load_inplace: bool = False, is_3d: bool = False,
+                 base_model_name: str | None = None) -> None:
+    """HTTP hub: load adapter ``name`` into every engine and list it in the registry.
+
+    Raises:
+        ApiError: the engines cannot take adapters, or one refused this one (a new adapter is
+            then removed from the ranks that took it).
+    """
+    client = engine_client(state)
+    _check_lora_support(client)
+    adapter, previous = registry.begin_load(name, path, load_inplace, is_3d, base_model_name)
+    ok = False
+    try:
+        results = call_each(client, "add_lora", [adapter.request()], timeout=NO_TIMEOUT)
+        failed = [(rank, exc) for rank, good, exc in results if not good]
+        if failed and previous is None:
+            # Don't leave a new adapter on the ranks that took it: nobody could name it.
+            loaded = [rank for rank, good, _ in results if good]
+            if loaded:
+                call_each(client, "remove_lora", [adapter.int_id], ranks=loaded)
+        if failed:
+            raise _load_error(adapter, failed[0][1].message)
+        ok = True
+    finally:
+        registry.end_load(adapter, previous, ok)
+    log.info("loaded LoRA adapter %r (id %d) from %r", name, adapter.int_id, path)
+
+
+def load_static_modules(state: WorkerState, registry: LoraRegistry) -> None:
+    """HTTP hub, once the engines registered: ``--lora-modules``, loaded by worker slot 0 (the
+    registry shares them with the other workers); one already listed is not loaded again (a
+    restarted worker). A module that fails to load stops the server, as vLLM fails its start."""
+    if state.config.worker_slot != 0:
+        return
+    listed = {a.name: a.path for a in registry.adapters()}
+    for name, path, base, is_3d in state.config.lora_modules:
+        if listed.get(name) == path:
+            continue
+        try:
+            load_adapter(state, registry, name, path, is_3d=is_3d, base_model_name=base)
+        except Exception as exc:
+            log.error("stopping: --lora-modules %s=%s did not load: %s", name, path,
+                      getattr(exc, "message", exc))
+            halt_server()
+            return
+
+
 # -- resources ----------------------------------------------------------------------------------
 class LoadLoraAdapterResource:
     """Load a LoRA adapter into every engine."""
@@ -118,27 +166,9 @@ class LoadLoraAdapterResource:
         if name in self._state.config.model_names:
             raise InvalidUserInput(
                 f"The lora adapter '{name}' conflicts with a served base model.")
-        client = engine_client(self._state)
-        _check_lora_support(client)
         check_path(path, self._state.config.runtime_lora_allowed_path_prefixes)
-
-        adapter, previous = self._registry.begin_load(name, path, body["load_inplace"],
-                                                      body["is_3d_lora_weight"])
-        ok = False
-        try:
-            results = call_each(client, "add_lora", [adapter.request()], timeout=NO_TIMEOUT)
-            failed = [(rank, exc) for rank, good, exc in results if not good]
-            if failed and previous is None:
-                # Don't leave a new adapter on the ranks that took it: nobody could name it.
-                loaded = [rank for rank, good, _ in results if good]
-                if loaded:
-                    call_each(client, "remove_lora", [adapter.int_id], ranks=loaded)
-            if failed:
-                raise _load_error(adapter, failed[0][1].message)
-            ok = True
-        finally:
-            self._registry.end_load(adapter, previous, ok)
-        log.info("loaded LoRA adapter %r (id %d) from %r", name, adapter.int_id, path)
+        load_adapter(self._state, self._registry, name, path, body["load_inplace"],
+                     body["is_3d_lora_weight"])
         resp.status = falcon.HTTP_200
         resp.content_type = falcon.MEDIA_TEXT
         resp.text = f"Success: LoRA adapter '{name}' added successfully."

@@ -194,5 +194,5 @@ def render_chat_response(prepared: PreparedRequest, state: RequestState) -> byte
         "system_fingerprint": state.ctx.system_fingerprint, "usage": usage,
         "prompt_logprobs": prompt_logprobs,
         "prompt_token_ids": first.choice.prompt_token_ids if prepared.return_token_ids else None,
-        "prompt_text": prepared.prompt_text, "kv_transfer_params": None,
-        "ec_transfer_params": None, "metrics": None})
+        "prompt_text": prepared.prompt_text, "kv_transfer_params": state.kv_transfer_params,
+        "ec_transfer_params": state.ec_transfer_params, "metrics": None})

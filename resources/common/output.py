@@ -71,8 +71,10 @@ class ChoiceState:
         self.text_offset = 0  # completions logprobs text_offset carried across chunks
         self.num_cached_tokens = 0
         self.num_cache_creation_tokens = 0
-        # Request-level stream_interval (the server's is 1): batch this many tokens per chunk.
-        self.stream_interval = choice.sampling_params.stream_interval or 1
+        # Batch this many tokens per chunk: the server's --stream-interval, raised (never
+        # lowered) by the request's own, as vLLM's output processor clamps it.
+        requested = choice.sampling_params.stream_interval
+        self.stream_interval = max(requested or 1, ctx.stream_interval)
         self.sent_tokens = 0
         self.pending: list[Position] = []  # stream logprobs not yet sent
 
@@ -106,6 +108,10 @@ class RequestState:
         self.ctx = ctx
         self.choices = [ChoiceState(c, ctx) for c in prepared.choices]
         self.namer = Namer(ctx.tokenizer, prepared.return_tokens_as_token_ids)
+        # The engine's KV/EC connector results, as vLLM answers them: those of the first
+        # prompt's final output (its last sample to finish); None without a connector.
+        self.kv_transfer_params: dict | None = None
+        self.ec_transfer_params: dict | None = None
 
     @property
     def all_finished(self) -> bool:
@@ -133,16 +139,8 @@ class RequestState:
         code = output.finish_reason
         if code == FinishReason.ERROR:
             raise ServerError("Internal server error")
-        first = not state.started
-        state.started = True
-        if first and output.prefill_stats is not None:
-            state.num_cached_tokens = output.prefill_stats.num_cached_tokens
-            state.num_cache_creation_tokens = output.prefill_stats.num_cache_creation_tokens
+        first = self._take_side_fields(state, output, frames)
         choice = state.choice
-        if output.new_prompt_logprobs_tensors is not None and choice.prompt_logprobs is not None:
-            state.prompt_positions = [None] + positions_from(
-                output.new_prompt_logprobs_tensors, choice.prompt_logprobs, frames)
-
         before = state.num_output_tokens
         stop_string = state.detokenizer.update(output.new_token_ids,
                                                code == FinishReason.STOP)
@@ -178,6 +176,25 @@ class RequestState:
         logprobs = self._stream_logprobs(state, new_ids, new_positions, first)
         return ChoiceDelta(choice.index, text, new_ids, logprobs, finish_reason, stop_reason,
                            abort_engine, first, state.num_output_tokens)
+
+    def _take_side_fields(self, state: ChoiceState, output: Any,
+                          frames: Sequence[Any] | None) -> bool:
+        """What an output carries beside its tokens: cache figures and prompt logprobs (first
+        output), the transfer results (the first prompt's final output, as vLLM answers them).
+        Returns whether this is the choice's first output."""
+        if output.finish_reason is not None and state.choice.prompt_index == 0:
+            self.kv_transfer_params = output.kv_transfer_params
+            self.ec_transfer_params = output.ec_transfer_params
+        first = not state.started
+        state.started = True
+        if first and output.prefill_stats is not None:
+            state.num_cached_tokens = output.prefill_stats.num_cached_tokens
+            state.num_cache_creation_tokens = output.prefill_stats.num_cache_creation_tokens
+        choice = state.choice
+        if output.new_prompt_logprobs_tensors is not None and choice.prompt_logprobs is not None:
+            state.prompt_positions = [None] + positions_from(
+                output.new_prompt_logprobs_tensors, choice.prompt_logprobs, frames)
+        return first
 
     def _stream_logprobs(self, state: ChoiceState, ids: list[int], positions: list[Position],
                          first: bool) -> dict | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +50,8 @@ class PreparedChoice:
         prompt_index: which prompt of the request this samples.
         external_req_id: the user-visible id vLLM would give this engine request
             (``<id>-<prompt>`` for completions, ``<sample>_<...>`` for n > 1 children).
-        prompt_token_ids: the prompt after truncation, exactly as sent.
+        prompt_token_ids: the prompt after truncation, exactly as sent (a ``TokenIds`` buffer
+            for tokenized text with fastokens, else a list).
         prompt_text: the prompt text used for completions echo (None when unknown).
         sampling_params: the complete wire struct (one per choice: seeds differ for n > 1).
             The detokenizer options (the frontend applies stop strings) and the logprob
@@ -59,7 +61,7 @@ class PreparedChoice:
     index: int
     prompt_index: int
     external_req_id: str
-    prompt_token_ids: list[int]
+    prompt_token_ids: Sequence[int]
     prompt_text: str | None
     sampling_params: SamplingParams
 
@@ -113,7 +115,8 @@ class PreparedRequest:
         return_tokens_as_token_ids: write logprob tokens as ``token_id:<id>``.
         n: samples per prompt; num_prompts: prompts in the request.
         choices: the engine requests, ordered by ``index``.
-        priority, cache_salt: EngineCoreRequest fields.
+        priority, session_id, cache_salt: EngineCoreRequest fields (``resources.request_headers``
+            sets priority and session_id from the headers).
         lora_request: the runtime LoRA adapter the request named as ``model`` (the
             EngineCoreRequest field of every choice), or None for the base model.
         response_role: chat ``message.role`` / first-chunk role.
@@ -146,6 +149,7 @@ class PreparedRequest:
     n: int = 1
     num_prompts: int = 1
     priority: int = 0
+    session_id: str | None = None
     cache_salt: str | None = None
     response_role: str = "assistant"
     echo_content: str = ""

@@ -95,6 +95,7 @@ def sampling_fields(max_stop_strings: int) -> list[Field]:
         ("structured_outputs", v_nullable(v_dict()), None),
         ("priority", v_int(**INT64), 0),
         ("request_id", v_str(), None),
+        ("session_id", v_nullable(v_str()), None),
         ("return_tokens_as_token_ids", v_nullable(v_bool()), None),
         ("return_token_ids", v_nullable(v_bool()), None),
         ("cache_salt", v_nullable(v_str(min_length=1, max_length=1024)), None),
@@ -144,6 +145,7 @@ class SamplingRequest(msgspec.Struct, kw_only=True):
     structured_outputs: dict[str, Any] | None
     priority: int
     request_id: str | None
+    session_id: str | None
     return_tokens_as_token_ids: bool | None
     return_token_ids: bool | None
     cache_salt: str | None

@@ -101,4 +101,5 @@ def render_completion_response(prepared: PreparedRequest, state: RequestState) -
     return dumps({"id": prepared.request_id, "object": OBJECT, "created": prepared.created,
                   "model": prepared.model, "choices": choices, "service_tier": None,
                   "system_fingerprint": state.ctx.system_fingerprint, "usage": usage,
-                  "kv_transfer_params": None, "ec_transfer_params": None, "metrics": None})
+                  "kv_transfer_params": state.kv_transfer_params,
+                  "ec_transfer_params": state.ec_transfer_params, "metrics": None})

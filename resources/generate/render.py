@@ -70,21 +70,10 @@ class GenerateState(RequestState):
         self.text_mode = prepared.output_mode == "text"
         self.detokenize = prepared.choices[0].sampling_params.detokenize
         self._streams = list(generation.streams) if generation is not None else []
-        self.kv_transfer_params: dict | None = None
-        self.ec_transfer_params: dict | None = None
         if not self.text_mode:
             for c in self.choices:
                 if not c.choice.stop:
                     c.detokenizer = _TokenIds()
-
-    def add(self, choice_index: int, output: Any, frames: Sequence[Any] | None = None
-            ) -> ChoiceDelta | None:
-        finishing = not self.choices[choice_index].finished and output.finish_reason is not None
-        delta = super().add(choice_index, output, frames)
-        if finishing:  # the engine's last output of this sample carries the transfer results
-            self.kv_transfer_params = output.kv_transfer_params
-            self.ec_transfer_params = output.ec_transfer_params
-        return delta
 
     def _stream_logprobs(self, state: ChoiceState, ids: list[int], positions: list[Position],
                          first: bool) -> dict | None:

@@ -19,8 +19,10 @@ class GenerateResource(GenerationResource):
     stream_renderer = GenerateStreamRenderer
     render_response = staticmethod(render_generate_response)
     output_state = GenerateState
+    openai_headers = False
 
     def request_schemas(self) -> dict[str, dict]:
         schema = fields_schema(types.HEAD + types.TAIL, "GenerateRequest")
         schema["properties"]["sampling_params"] = fields_schema(types.SAMPLING, "SamplingParams")
+        schema["required"] = [*schema.get("required", []), "sampling_params"]  # validate.py's
         return {"GenerateRequest": schema}

@@ -58,7 +58,7 @@ def tokenize(body: Any, ctx: ServingContext) -> bytes:
     f = _pick_form(require_object(body))
     ctx.check_model(f.model)
     text = (_chat_prompt(f, ctx) if isinstance(f, types.TokenizeChatRequest) else f.prompt)
-    ids = ctx.tokenizer.encode(text, f.add_special_tokens)
+    ids = ctx.tokenizer.encode_many([text], f.add_special_tokens)[0]
     strs = ctx.tokenizer.convert_ids_to_tokens(ids) if f.return_token_strs else None
     return dumps({"count": len(ids), "max_model_len": ctx.max_model_len, "tokens": ids,
                   "token_strs": strs})

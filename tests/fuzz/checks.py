@@ -3,7 +3,7 @@
 ``check_answer``: 2xx, or a 4xx whose body is exactly OpenAI's envelope
 ``{"error": {"message", "type", "param", "code"}}`` with ``code`` equal to the status; a 200
 event stream whose events are JSON objects (or ``[DONE]``, last), an error event never carrying a
-5xx code; a 200 JSON body that parses. ``check_drained``: ``/health`` 200, no request left in the
+5xx code; a 2xx JSON body that parses (text bodies, /metrics', are taken as they are). ``check_drained``: ``/health`` 200, no request left in the
 frontend (``/load``) or in the engine (the engine's own running/waiting gauges on ``/metrics``).
 """
 from __future__ import annotations
@@ -84,7 +84,7 @@ def check_answer(resp: requests.Response, where: str) -> None:
         TALLY[(key, status, f"stream of {min(_stream(resp, where), 10)}+ events")] += 1
         return
     TALLY[(key, status, "")] += 1
-    if resp.content:
+    if resp.content and kind.startswith("application/json"):
         try:
             json.loads(resp.content)
         except ValueError:

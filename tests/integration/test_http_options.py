@@ -1,4 +1,5 @@
-"""vLLM's HTTP frontend options: CORS, --enable-request-id-headers, the API key's paths, SSL."""
+"""vLLM's HTTP frontend options: CORS, --enable-request-id-headers, the API key's paths, SSL,
+--root-path."""
 from __future__ import annotations
 
 import subprocess
@@ -16,7 +17,7 @@ def options_server(model_dir):
     with GreenfrontServer(model_dir, env={
             "GREENFRONT_ALLOWED_ORIGINS": f'["{ORIGIN}"]',
             "GREENFRONT_ENABLE_REQUEST_ID_HEADERS": "1",
-            "GREENFRONT_API_KEY": KEY}) as srv:
+            "GREENFRONT_API_KEY": KEY, "GREENFRONT_ROOT_PATH": "/api"}) as srv:
         yield srv
 
 
@@ -92,3 +93,41 @@ def test_ssl_keyfile_and_certfile_serve_https(model_dir, tmp_path):
             requests.get(srv.url + "/health", timeout=5)  # plain HTTP is not served
     finally:
         srv.stop()
+
+
+def test_root_path_prefix_is_routed_without_it_and_guarded_alike(options_server):
+    """--root-path /api, as FastAPI's root_path in vLLM: /api/<route> is <route>, a path
+    without the prefix still works, the API key guards the stripped path, /openapi.json names
+    the prefix as its server."""
+    url, auth = options_server.url, {"Authorization": f"Bearer {KEY}"}
+    assert requests.get(url + "/api/v1/models", headers=auth, timeout=10).json()[
+        "data"][0]["id"] == "tiny"
+    assert requests.get(url + "/v1/models", headers=auth, timeout=10).status_code == 200
+    assert requests.get(url + "/api/v1/models", timeout=10).status_code == 401
+    assert requests.get(url + "/api/health", timeout=10).status_code == 200
+    assert requests.get(url + "/api", timeout=10).status_code == 404
+    assert requests.get(url + "/apiv1/models", headers=auth, timeout=10).status_code == 404
+    done = requests.post(url + "/api/v1/completions", headers=auth, timeout=30, json={
+        "model": "tiny", "prompt": "hi", "max_tokens": 2})
+    assert done.status_code == 200, done.text
+    document = requests.get(url + "/api/openapi.json", timeout=10).json()
+    assert document["servers"] == [{"url": "/api"}] and "/v1/models" in document["paths"]
+
+
+def test_server_load_tracking_counts_generation_requests_as_vllm(make_server):
+    """--enable-server-load-tracking: /load counts completions and chat requests in flight (an
+    n=2 request once), until their last byte; other routes are not counted."""
+    from tests.integration.harness import wait_for
+    from tests.integration.test_admission import _SlowStream
+    srv = make_server(env={"GREENFRONT_ENABLE_SERVER_LOAD_TRACKING": "1"})
+    load = lambda: requests.get(srv.url + "/load", timeout=10).json()["server_load"]  # noqa: E731
+    assert load() == 0
+    held = _SlowStream(srv.url, n=2, temperature=1.0)
+    try:
+        assert held.started.wait(60)
+        assert load() == 1
+        assert requests.post(srv.url + "/tokenize", json={"prompt": "hi"}, timeout=10).ok
+        assert load() == 1
+    finally:
+        held.close()
+    assert wait_for(lambda: load() == 0, timeout=30)

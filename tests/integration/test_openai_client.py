@@ -124,3 +124,28 @@ def test_greedy_completions_repeat_and_sampled_ones_differ(client):
     assert text("Once upon a time", temperature=0) == greedy
     assert text("Twice upon a time", temperature=0) != greedy
     assert text("Once upon a time", temperature=1) != text("Once upon a time", temperature=1)
+
+
+PREFILL_REQUEST = {"do_remote_decode": True, "do_remote_prefill": False,
+                   "remote_engine_id": None, "remote_block_ids": None, "remote_host": None,
+                   "remote_port": None}
+
+
+def test_kv_transfer_params_of_a_prefill_request_are_returned(client):
+    """A P/D proxy's prefill request: the engine's KV connector answer (the simulator answers
+    as vLLM's NIXL connector does) comes back in ``kv_transfer_params`` of completions and
+    chat, for the first prompt; a request without them gets null."""
+    out = client.completions.create(model="tiny", prompt=[[1, 5, 6, 7] * 5, [1, 8]],
+                                    max_tokens=1, extra_body={
+                                        "kv_transfer_params": PREFILL_REQUEST})
+    params = out.model_extra["kv_transfer_params"]
+    assert params["do_remote_prefill"] is True and params["do_remote_decode"] is False
+    assert params["remote_block_ids"] == [[0, 1]]  # 20 prompt tokens in 16-token blocks
+    assert params["remote_num_tokens"] == 20 and params["remote_engine_id"] == "greenfront-sim-0"
+    assert params["remote_request_id"].startswith(out.id)
+    chat = client.chat.completions.create(
+        model="tiny", max_tokens=1, messages=[{"role": "user", "content": "Hi"}],
+        extra_body={"kv_transfer_params": PREFILL_REQUEST})
+    assert chat.model_extra["kv_transfer_params"]["do_remote_prefill"] is True
+    plain = client.completions.create(model="tiny", prompt="Hi", max_tokens=1)
+    assert plain.model_extra["kv_transfer_params"] is None

@@ -2,13 +2,15 @@
 
 N > 0: new requests get 503 (on an open keep-alive connection too), in-flight ones finish within
 N seconds, the rest are aborted with a clear error, exit 0. N = 0: in-flight requests are aborted
-at once. No child process (simulator, handshake server) is left behind.
+at once. In both modes /ready answers 503 from the drain's start. No child process (simulator,
+handshake server) is left behind.
 """
 from __future__ import annotations
 
 import json
 import os
 import signal
+import socket
 import threading
 
 import requests
@@ -82,7 +84,12 @@ def test_drain_finishes_in_flight_refuses_new_aborts_the_rest_and_exits_0(make_s
     children = _descendants(srv.proc.pid)
     assert children
 
+    probe = requests.Session()  # another keep-alive connection, for the readiness probe
+    assert probe.get(srv.url + "/ready", timeout=10).status_code == 200
     srv.proc.send_signal(signal.SIGTERM)
+    # /ready fails as soon as the drain begins, while the requests in flight still run.
+    _assert_ready_fails_while_draining(probe, srv.url)
+    assert not short_result.get("events") and not long_result.get("events")
     # New work on the open connection is refused, with the connection closed after it.
     answers = []
     assert wait_for(lambda: answers.append(session.get(srv.url + "/v1/models", timeout=10))
@@ -104,6 +111,38 @@ def test_drain_finishes_in_flight_refuses_new_aborts_the_rest_and_exits_0(make_s
     assert "shutdown timeout (4s)" in long_json_result["json"]["error"]["message"]
     assert srv.proc.wait(30) == 0
     assert not [pid for pid in children if _alive(pid)], srv.log()
+
+
+def _assert_ready_fails_while_draining(probe: requests.Session, url: str) -> None:
+    """Poll /ready on an open connection until it stops answering 200: it must answer 503
+    (draining) before the connection goes."""
+    answers = []
+    assert wait_for(lambda: answers.append(probe.get(url + "/ready", timeout=10))
+                    or answers[-1].status_code != 200, timeout=20)
+    assert answers[-1].status_code == 503, answers[-1].text
+    assert "draining" in answers[-1].text
+
+
+def test_ready_fails_during_a_drain_with_shutdown_timeout_0(make_server):
+    """Timeout 0 aborts the engine requests at once, but the drain still waits (up to
+    ``runtime.shutdown.ANSWER_WAIT``) for the requests in flight to be answered: a /tokenize of
+    a prompt that takes seconds keeps it open long enough to see /ready answer 503."""
+    srv = make_server(workers=1)
+    stream, stream_result = _stream_in_background(srv.url, 400)
+    assert stream_result["started"].wait(60)
+    probe = requests.Session()
+    assert probe.get(srv.url + "/ready", timeout=10).status_code == 200
+    body = json.dumps({"prompt": "hello world, this is a test. " * 1_200_000}).encode()
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=60) as big:
+        # sendall returns once the worker has read all but the sockets' buffers of the ~35 MB
+        # body: the request is in flight before SIGTERM.
+        big.sendall(b"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        srv.proc.send_signal(signal.SIGTERM)
+        _assert_ready_fails_while_draining(probe, srv.url)
+    stream.join(60)
+    assert "shutdown timeout 0" in _stream_error(stream_result["events"])["message"]
+    assert srv.proc.wait(30) == 0
 
 
 def test_shutdown_timeout_0_aborts_at_once_and_exits(make_server):

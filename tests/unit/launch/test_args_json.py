@@ -22,9 +22,9 @@ def test_honoured_options_become_settings_and_engine_options_are_ignored():
 def test_unimplemented_frontend_options_are_refused_in_one_message():
     with pytest.raises(UnsupportedOptions) as info:
         settings_from_args_json(json.dumps({"model_tag": "/m", "tool_server": "x",
-                                            "root_path": "/p", "tokenizer_mode": "mistral"}))
-    assert sorted(info.value.names) == ["root_path", "tokenizer_mode", "tool_server"]
-    assert "--tool-server" in str(info.value) and "--root-path" in str(info.value)
+                                            "uds": "/p", "tokenizer_mode": "mistral"}))
+    assert sorted(info.value.names) == ["tokenizer_mode", "tool_server", "uds"]
+    assert "--tool-server" in str(info.value) and "--uds" in str(info.value)
 
 
 def test_tool_and_reasoning_parser_flags_become_settings():
@@ -50,11 +50,16 @@ def test_structured_outputs_backend_and_default_template_kwargs_become_settings(
     assert "GREENFRONT_STRUCTURED_OUTPUTS_BACKEND" not in auto
 
 
-def test_frontend_behaviour_engine_options_are_refused_not_ignored():
-    with pytest.raises(UnsupportedOptions) as info:
-        settings_from_args_json(json.dumps({"model_tag": "/m", "stream_interval": 4,
-                                            "max_num_queued_reqs": 8}))
-    assert info.value.names == ["max_num_queued_reqs", "stream_interval"]
+def test_admission_limits_become_settings():
+    settings = settings_from_args_json(json.dumps({"model_tag": "/m", "max_num_queued_tokens": 4,
+                                                   "max_num_queued_reqs": 8}))
+    assert settings["GREENFRONT_MAX_NUM_QUEUED_REQS"] == "8"
+    assert settings["GREENFRONT_MAX_NUM_QUEUED_TOKENS"] == "4"
+
+
+def test_stream_interval_becomes_the_server_wide_setting():
+    settings = settings_from_args_json(json.dumps({"model_tag": "/m", "stream_interval": 4}))
+    assert settings["GREENFRONT_STREAM_INTERVAL"] == "4"
 
 
 def test_http_options_become_settings():
@@ -67,3 +72,19 @@ def test_http_options_become_settings():
     assert settings["GREENFRONT_ENABLE_REQUEST_ID_HEADERS"] == "1"
     assert settings["GREENFRONT_SSL_KEYFILE"] == "k.pem"
     assert settings["GREENFRONT_SHUTDOWN_TIMEOUT"] == "30"
+
+
+def test_lora_modules_become_the_setting_in_both_of_vllms_forms():
+    from config import Config
+    args = {"model_tag": "/m", "lora_modules": [
+        {"name": "sql", "path": "/a/sql", "base_model_name": None, "is_3d_lora_weight": False}]}
+    settings = settings_from_args_json(json.dumps(args))
+    assert Config.from_env(settings).lora_modules == (("sql", "/a/sql", None, False),)
+    # greenfront serve's command line: name=path items or JSON objects, as vLLM parses them
+    from launch.args_json import HONOURED
+    convert = HONOURED["lora_modules"][1]
+    text = convert(["a=/p/a", '{"name": "b", "path": "/p/b", "base_model_name": "m"}'])
+    assert Config.from_env({"GREENFRONT_LORA_MODULES": text}).lora_modules == (
+        ("a", "/p/a", None, False), ("b", "/p/b", "m", False))
+    with pytest.raises(UnsupportedOptions):
+        settings_from_args_json(json.dumps({"model_tag": "/m", "lora_modules": [{"name": "x"}]}))

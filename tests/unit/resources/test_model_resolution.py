@@ -143,7 +143,7 @@ class FakeClient:
     def new_request_id(self, base: str) -> str:
         return f"{base}-x"
 
-    def submit(self, request: EngineCoreRequest, waker) -> object:
+    def submit(self, request: EngineCoreRequest, waker, group=None) -> object:
         self.sent.append(request)
         return object()
 

@@ -13,6 +13,7 @@ from resources.common.fields import INVALID, MISSING, schema_of
 from resources.completions import types as completion_types
 from resources.generate import types as generate_types
 from resources.openapi import build_document
+from resources.openapi_checks import REQUEST_CHECKS
 from resources.tokenize import types as tokenize_types
 
 
@@ -56,7 +57,9 @@ def test_request_schemas_are_the_field_tables(document, component, fields):
     schema = (schemas["GenerateRequest"]["properties"]["sampling_params"]
               if component == "SamplingParams" else schemas[component])
     assert list(schema["properties"]) == [name for name, _, _ in fields]
-    assert schema.get("required", []) == [name for name, _, d in fields if d is MISSING]
+    required = [name for name, _, d in fields if d is MISSING]
+    required += list(REQUEST_CHECKS.get(component, ((), {}))[0])  # the semantic checks' own
+    assert schema.get("required", []) == required
 
 
 def test_streaming_endpoints_document_server_sent_events(document):
@@ -82,3 +85,61 @@ def test_schema_admits_nothing_the_field_parser_refuses(name, validator):
         if check.is_valid(value):
             errors: list = []
             assert validator(value, ("body", name), errors) is not INVALID, (value, errors)
+
+
+# One body just outside each bound /openapi.json publishes beyond the JSON types
+# (resources.openapi_checks), and one just inside: the converter must refuse the first with a
+# 400 and take the second, so the document never claims a check the server does not make.
+OUTSIDE = [("n", 0, 1), ("presence_penalty", 2.5, 2.0), ("frequency_penalty", -2.5, -2.0),
+           ("repetition_penalty", 0.0, 0.5), ("temperature", -0.5, 0.0), ("top_p", 0.0, 1.0),
+           ("top_p", 1.5, 0.5), ("top_k", -2, -1), ("min_p", 1.5, 1.0), ("max_tokens", 0, 1),
+           ("min_tokens", -1, 0), ("stop", [""], ["x"]), ("bad_words", [""], ["x"]),
+           ("stream_interval", 0, 1)]
+
+
+@pytest.mark.parametrize("endpoint", ["completions", "chat"])
+@pytest.mark.parametrize("name, outside, inside", OUTSIDE,
+                         ids=[f"{n}={o!r}" for n, o, _ in OUTSIDE])
+def test_published_bounds_are_checks_the_server_makes(ctx, document, endpoint, name, outside,
+                                                      inside):
+    from errors import ApiError
+    from resources.chat.convert import prepare_chat
+    from resources.completions.convert import prepare_completion
+    component, prepare, base = {
+        "completions": ("CompletionRequest", prepare_completion, {"prompt": "hi"}),
+        "chat": ("ChatCompletionRequest", prepare_chat,
+                 {"messages": [{"role": "user", "content": "hi"}]}),
+    }[endpoint]
+    schema = document["components"]["schemas"][component]["properties"].get(name)
+    if schema is None:
+        pytest.skip(f"{component} has no {name}")
+    check = jsonschema_rs.validator_for(schema)
+    assert not check.is_valid(outside) and check.is_valid(inside)
+    extra = {"temperature": 1.0} if name == "n" else {}
+    with pytest.raises(ApiError) as info:
+        prepare({**base, **extra, name: outside, "max_tokens": 4} if name != "max_tokens"
+                else {**base, name: outside}, ctx)
+    assert info.value.status == 400
+    prepare({**base, **extra, name: inside}, ctx)
+
+
+@pytest.mark.parametrize("component, body", [
+    ("CompletionRequest", {}), ("CompletionRequest", {"prompt": ""}),
+    ("CompletionRequest", {"prompt": []}), ("CompletionRequest", {"prompt": None}),
+    ("ChatCompletionRequest", {"messages": []}),
+    ("CompletionRequest", {"prompt": "x", "use_beam_search": True}),
+    ("CompletionRequest", {"prompt": "x", "prompt_embeds": "AAAA"}),
+    ("ChatCompletionRequest", {"messages": [{"role": "user", "content": "x"}],
+                               "logits_processors": ["a.b"]}),
+    ("ChatCompletionRequest", {"messages": [{"role": "user", "content": "x"}], "tools": []}),
+])
+def test_published_required_and_non_empty_inputs_are_checked(ctx, document, component, body):
+    from errors import ApiError
+    from resources.chat.convert import prepare_chat
+    from resources.completions.convert import prepare_completion
+    prepare = prepare_completion if component == "CompletionRequest" else prepare_chat
+    assert not jsonschema_rs.validator_for(document["components"]["schemas"][component]
+                                           ).is_valid(body)
+    with pytest.raises(ApiError) as info:
+        prepare(body, ctx)
+    assert info.value.status == 400

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -164,6 +165,23 @@ def test_stream_interval_batches_tokens(ctx):
                     (" Execut", [27797, 35424])]  # trailing partial UTF-8 dropped
 
 
+@pytest.mark.parametrize("server, request_interval, expected", [
+    (3, None, 3), (3, 2, 3), (2, 3, 3), (1, None, 1)])
+def test_server_stream_interval_is_raised_never_lowered_by_the_request(
+        ctx, server, request_interval, expected):
+    """``--stream-interval`` batches every stream; a request's own interval counts only when it
+    is larger (vLLM's output processor takes the max of the two)."""
+    served = dataclasses.replace(ctx, stream_interval=server)
+    body = {"stream": True} if request_interval is None else {
+        "stream": True, "stream_interval": request_interval}
+    _, state = state_for(served, **body)
+    got = [feed(state, [t], finish=1 if i == 6 else None) for i, t in enumerate(FRANCE[:7])]
+    sizes = [len(d.token_ids) for d in got if d is not None]
+    # the first token alone, then `expected` at a time, then the rest with the finishing step
+    assert sizes[0] == 1 and all(n == expected for n in sizes[1:-1]) and sum(sizes) == 7
+    assert len(sizes) == 1 + 6 // expected + (1 if 6 % expected else 0)
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_merged_steps_stream_the_same_text_and_finish_as_single_steps(ctx, seed):
     # A response that fell behind gets its pending steps merged (engine.stream); the text it
@@ -201,3 +219,14 @@ def test_merged_steps_stream_the_same_text_and_finish_as_single_steps(ctx, seed)
     while sum(sizes) < len(tokens):
         sizes.append(rng.randint(1, 6))
     assert run(sizes) == run([1] * len(tokens))
+
+
+def test_kv_transfer_params_come_from_the_first_prompts_final_output(ctx):
+    p = prepare_completion({"prompt": ["a", "b"], "max_tokens": 1}, ctx)
+    state = RequestState(p, ctx)
+    state.add(1, EngineCoreOutput("r-1", [5], finish_reason=1, kv_transfer_params={"p": 1}))
+    assert state.kv_transfer_params is None  # the second prompt's results are not answered
+    state.add(0, EngineCoreOutput("r-0", [5], finish_reason=1, kv_transfer_params={"p": 0},
+                                  ec_transfer_params={"e": 0}))
+    body = json.loads(render_completion_response(p, state))
+    assert body["kv_transfer_params"] == {"p": 0} and body["ec_transfer_params"] == {"e": 0}

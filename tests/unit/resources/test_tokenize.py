@@ -150,3 +150,16 @@ def test_detokenize_ids_past_u32_get_vllms_400(ctx, tokens):
     assert error(detokenize, ctx, {"tokens": tokens}) == _bad_request(
         "number too large to fit in target type")
     assert detokenize({"tokens": [2 ** 32 - 1, 2 ** 31]}, ctx) == b'{"prompt":""}'
+
+
+@pytest.mark.parametrize("content", [True, False, 7, 2.5])
+def test_tokenize_chat_content_that_is_a_scalar_gets_a_400(ctx, content):
+    """Issue 10's first bug: a bool or number as a message's content was a 500 (``TypeError:
+    'bool' object is not iterable``); it is pydantic's 400 for the union (exact bytes against
+    vLLM in tests/interop/test_vllm_bad_input.py)."""
+    with pytest.raises(ApiError) as info:
+        tokenize({"messages": [{"role": "user", "content": content}]}, ctx)
+    assert info.value.status == 400
+    envelope = info.value.to_envelope()["error"]
+    assert envelope["type"] == "Bad Request" and "Input should be a valid string" in envelope[
+        "message"]

@@ -1,0 +1,51 @@
+"""``--lora-modules`` (GREENFRONT_LORA_MODULES): adapters loaded into the engines at start-up.
+
+As vLLM 0.32: each module is loaded once the engines are up, listed by ``/v1/models`` (parent:
+its ``base_model_name``, else the served model), and served when a request names it; the
+runtime load/unload routes stay off unless VLLM_ALLOW_RUNTIME_LORA_UPDATING=1. A module the
+engines cannot load stops the server, as it fails vLLM's start.
+"""
+from __future__ import annotations
+
+import json
+
+import requests
+
+from tests.integration.harness import GreenfrontServer, wait_for
+
+MODULES = [{"name": "sql", "path": "/adapters/sql"},
+           {"name": "chatty", "path": "/adapters/chatty", "base_model_name": "base-x"}]
+
+
+def _models(url: str) -> dict:
+    return {m["id"]: m for m in requests.get(url + "/v1/models", timeout=10).json()["data"]}
+
+
+def test_modules_are_loaded_listed_and_served(make_server):
+    srv = make_server(workers=2, sim_args="--output-mode echo --enable-lora",
+                      env={"GREENFRONT_LORA_MODULES": json.dumps(MODULES)})
+    assert wait_for(lambda: {"sql", "chatty"} <= set(_models(srv.url)), timeout=60)
+    models = _models(srv.url)
+    assert (models["sql"]["root"], models["sql"]["parent"]) == ("/adapters/sql", "tiny")
+    assert models["chatty"]["parent"] == "base-x"
+    for _ in range(4):  # fresh connections: both workers serve the adapters
+        out = requests.post(srv.url + "/v1/completions", timeout=60, json={
+            "model": "sql", "prompt": "hello", "max_tokens": 2})
+        assert out.status_code == 200 and out.json()["model"] == "sql", out.text
+    assert requests.post(srv.url + "/v1/completions", timeout=60, json={
+        "model": "nope", "prompt": "hello", "max_tokens": 2}).status_code == 404
+    assert requests.post(srv.url + "/v1/unload_lora_adapter", timeout=10,
+                         json={"lora_name": "sql"}).status_code == 404  # runtime updates off
+
+
+def test_a_module_the_engines_cannot_load_stops_the_server(model_dir, tmp_path):
+    srv = GreenfrontServer(model_dir, sim_args="--output-mode echo",  # no --enable-lora
+                           env={"GREENFRONT_LORA_MODULES": json.dumps(MODULES[:1])})
+    srv.log_path = str(tmp_path / "server.log")  # the server removes its run dir on exit
+    srv.launch()
+    try:
+        assert srv.proc.wait(90) != 0
+        log = srv.log()
+        assert "--lora-modules sql=/adapters/sql did not load" in log and "--enable-lora" in log
+    finally:
+        srv.stop()
