@@ -33,7 +33,10 @@ class HubLagMonitor:
     def __init__(self, interval: float, on_sample: Callable[[float, float], None] | None = None) -> None:
         self.interval = interval
         self._on_sample = on_sample
-        self._samples: deque[float] = deque(maxlen=max(1, round(WINDOW_SECONDS / interval)))
+        # (time taken, lag) pairs of the last WINDOW_SECONDS. The window is by time, not by a
+        # count of samples: a lagging hub takes longer than ``interval`` per sample, and a
+        # count-sized window then stretched past a second (seen at load average 8).
+        self._samples: deque[tuple[float, float]] = deque()
         self._due = 0.0
         self._greenlet: gevent.Greenlet | None = None
 
@@ -53,14 +56,25 @@ class HubLagMonitor:
 
     def recent(self) -> float:
         """The largest lag of the last second, or how overdue the next sample already is."""
-        overdue = time.monotonic() - self._due if self._greenlet is not None else 0.0
-        return max(max(self._samples, default=0.0), overdue)
+        now = time.monotonic()
+        self._forget_before(now - WINDOW_SECONDS)
+        overdue = now - self._due if self._greenlet is not None else 0.0
+        return max(self._window_max(), overdue)
+
+    def _forget_before(self, cutoff: float) -> None:
+        while self._samples and self._samples[0][0] < cutoff:
+            self._samples.popleft()
+
+    def _window_max(self) -> float:
+        return max((lag for _, lag in self._samples), default=0.0)
 
     def _run(self) -> None:
         while True:
             self._due = time.monotonic() + self.interval
             gevent.sleep(self.interval)
-            lag = max(0.0, time.monotonic() - self._due)
-            self._samples.append(lag)
+            now = time.monotonic()
+            lag = max(0.0, now - self._due)
+            self._samples.append((now, lag))
+            self._forget_before(now - WINDOW_SECONDS)
             if self._on_sample is not None:
-                self._on_sample(lag, max(self._samples))
+                self._on_sample(lag, self._window_max())
