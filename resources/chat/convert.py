@@ -110,7 +110,7 @@ def chat_parsing(ctx: ServingContext, f: types.ChatRequest) -> ChatParsing | Non
         include_reasoning=f.include_reasoning, template_kwargs=template_kwargs(ctx, f),
         eos_ids=frozenset([ctx.tokenizer.eos_token_id, *ctx.generation_eos_ids]))
     if parsers.reasoning_parser is not None and parsers.reasoning_parser.keep_special_tokens:
-        f["skip_special_tokens"] = False
+        f.skip_special_tokens = False
     tool = parsers.tool_parser
     if tool is not None and f.tools and setup.tool_choice != "none":
         if tool.keep_special_tokens:

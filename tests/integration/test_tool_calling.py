@@ -120,3 +120,21 @@ def test_frontend_launched_as_vllm_serve_serves_tools_and_reasoning(marker_model
         assert [(n, json.loads(a)) for _, n, a in calls] == [("get_weather", {"city": "Paris"})]
     finally:
         frontend.stop()
+
+
+@pytest.fixture(scope="module")
+def mistral_server(marker_model_dir):
+    env = {"GREENFRONT_ENABLE_AUTO_TOOL_CHOICE": "1", "GREENFRONT_TOOL_CALL_PARSER": "mistral",
+           "GREENFRONT_REASONING_PARSER": "mistral"}
+    with GreenfrontServer(marker_model_dir, env=env, sim_args="--itl-ms 1 --ttft-ms 2") as srv:
+        yield srv
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_parser_that_keeps_special_tokens_reads_the_thought(mistral_server, tok, stream):
+    # mistral's reasoning markers are special tokens: the request is changed to keep them in
+    # the text (a typed-struct regression once made this a 500).
+    c = client(mistral_server.url)
+    got = ask(c, tok, [{"role": "user", "content": "hi"}],
+              "[THINK]Let me think.[/THINK]The answer.", stream)
+    assert got == ("The answer.", "Let me think.", [], "stop")
