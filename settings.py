@@ -93,11 +93,16 @@ def fingerprint(raw: str) -> str | None:
     return raw or None
 
 
-def json_object(raw: str) -> dict:
+def _json(raw: str) -> object:
+    """``raw`` parsed as JSON; a ValueError (the setting's message) when it is not JSON."""
     try:
-        value = json.loads(raw)
+        return json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON: {exc}") from None
+
+
+def json_object(raw: str) -> dict:
+    value = _json(raw)
     if not isinstance(value, dict):
         raise ValueError("must be a JSON object")
     return value
@@ -105,10 +110,7 @@ def json_object(raw: str) -> dict:
 
 def json_strings(raw: str) -> tuple[str, ...]:
     """A JSON list of strings (``--allowed-origins '["https://a"]'``)."""
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON: {exc}") from None
+    value = _json(raw)
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError("must be a JSON list of strings")
     return tuple(value)
@@ -117,10 +119,7 @@ def json_strings(raw: str) -> tuple[str, ...]:
 def lora_module_list(raw: str) -> tuple[tuple[str, str, str | None, bool], ...]:
     """A JSON list of vLLM's LoRAModulePath objects (``name``, ``path``, optional
     ``base_model_name`` and ``is_3d_lora_weight``), as (name, path, base, is_3d) tuples."""
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON: {exc}") from None
+    value = _json(raw)
     if not isinstance(value, list):
         raise ValueError("must be a JSON list of LoRA modules")
     modules = []
