@@ -20,6 +20,7 @@ Runs on: its owning thread; ``write`` in the HTTP hub.
 """
 from __future__ import annotations
 
+import time
 from bisect import bisect_left
 from typing import Any
 
@@ -77,31 +78,46 @@ class LocalHistogram:
 
 
 class LocalGauge:
-    """A gauge child's latest value (only the last ``set`` before a write matters)."""
+    """A gauge child's latest value (only the last ``set`` before a write matters) and the time
+    of that ``set``.
 
-    __slots__ = ("_child", "_value", "_batch")
+    The time goes into the write: a ``mostrecent`` gauge shows the worker whose value carries the
+    latest timestamp, and the value must be judged by when it was true, not by when its batch was
+    flushed. Otherwise a worker's last "1 running" from before an abort, flushed after another
+    worker's "0 running", would win the scrape for good (no later stats come to correct it).
+    """
+
+    __slots__ = ("_child", "_value", "_at", "_batch")
 
     def __init__(self, child: Any, batch: "Batch") -> None:
         self._child = child
         self._value: float | None = None
+        self._at = 0.0
         self._batch = batch
 
     def set(self, value: float) -> None:
         if self._value is None:
             self._batch.dirty.append(self)
         self._value = value
+        self._at = time.time()
 
     def detach(self) -> tuple:
         value, self._value = self._value, None
-        return (_set_gauge, self._child, value)
+        return (_set_gauge, self._child, value, self._at)
 
 
 def _add_counter(child: Any, value: float) -> None:
     child.inc(value)
 
 
-def _set_gauge(child: Any, value: float) -> None:
-    child.set(value)
+def _set_gauge(child: Any, value: float, at: float) -> None:
+    # NOTE: Gauge.set would stamp the write with the flush time; its value holder takes the
+    # time of the set instead (prometheus-client 0.26; tests/unit/runtime/test_metrics_local.py
+    # checks that a scrape picks the later set across two processes).
+    if child._is_most_recent:
+        child._value.set(float(value), timestamp=at)
+    else:
+        child.set(value)
 
 
 def _add_observations(child: Any, counts: list[int], count: int, total: float) -> None:

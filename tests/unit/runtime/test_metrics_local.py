@@ -49,3 +49,40 @@ def test_batched_histograms_counters_and_summaries_scrape_like_direct_updates():
 def test_token_buckets_follow_vllms_one_two_five_series():
     assert one_two_five(2048) == (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000)
     assert one_two_five(100) == (1, 2, 5, 10, 20, 50, 100)
+
+
+_WORKER = """
+import sys
+from prometheus_client import Gauge
+from runtime.metrics.local import Batch
+batch = Batch()
+gauge = batch.gauge(Gauge("running", "h", ["a"], multiprocess_mode="mostrecent").labels("x"))
+gauge.set(float(sys.argv[1]))
+print("set", flush=True)
+sys.stdin.readline()  # the flush waits for the test's word
+batch.flush()
+"""
+
+
+def test_a_mostrecent_gauge_shows_the_latest_set_not_the_latest_flush(tmp_path):
+    """Two workers: one sets 1 (a step before an abort) but flushes last; the other sets 0 after
+    it. The scrape must show 0, the state of the engine now."""
+    import os
+    import subprocess
+    import sys
+
+    from prometheus_client import multiprocess
+
+    env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(tmp_path))
+    def worker(value: str) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-c", _WORKER, value], env=env, text=True,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert proc.stdout.readline() == "set\n"
+        return proc
+    early = worker("1")
+    late = worker("0")
+    late.communicate("\n", timeout=60)
+    early.communicate("\n", timeout=60)
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=str(tmp_path))
+    assert b'running{a="x"} 0.0' in generate_latest(registry)
