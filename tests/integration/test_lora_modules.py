@@ -8,12 +8,11 @@ engines cannot load stops the server, as it fails vLLM's start.
 from __future__ import annotations
 
 import json
-import re
-import socket
 
 import requests
 
 from tests.integration.harness import GreenfrontServer, wait_for
+from tests.support.scrape import current_lora_info, lora_info, open_stream
 
 MODULES = [{"name": "sql", "path": "/adapters/sql"},
            {"name": "chatty", "path": "/adapters/chatty", "base_model_name": "base-x"}]
@@ -53,39 +52,6 @@ def test_a_module_the_engines_cannot_load_stops_the_server(model_dir, tmp_path):
         srv.stop()
 
 
-_LORA_INFO = re.compile(r'^vllm:lora_requests_info\{(.*)\} (\S+)$', re.M)
-
-
-def _lora_info(url: str) -> dict[tuple[str, str, str], float]:
-    """Each vllm:lora_requests_info series: (max_lora, waiting, running) -> its time."""
-    found = {}
-    for labels, value in _LORA_INFO.findall(requests.get(url + "/metrics", timeout=10).text):
-        pairs = dict(re.findall(r'(\w+)="([^"]*)"', labels))
-        found[(pairs["max_lora"], pairs["waiting_lora_adapters"],
-               pairs["running_lora_adapters"])] = float(value)
-    return found
-
-
-def _current(url: str) -> tuple[str, str, str] | None:
-    """The latest-stamped series: the adapters with requests in flight now."""
-    series = _lora_info(url)
-    return max(series, key=series.get) if series else None
-
-
-def _stream(url: str, model: str) -> socket.socket:
-    """A long streamed completion naming ``model``, left unread after its first chunk."""
-    payload = json.dumps({"model": model, "prompt": "hello", "max_tokens": 3000,
-                          "ignore_eos": True, "stream": True}).encode()
-    host, port = url.rsplit("//", 1)[1].split(":")
-    sock = socket.create_connection((host, int(port)), timeout=60)
-    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
-    received = b""
-    while b"data: " not in received:
-        received += sock.recv(65536)
-    return sock
-
-
 def test_lora_requests_info_lists_the_adapters_with_requests_in_flight(make_server):
     """vLLM 0.32's vllm:lora_requests_info: made only with LoRA support, one series per set of
     adapters in flight (both labels alike, in first-seen order), stamped at each stats update."""
@@ -94,18 +60,19 @@ def test_lora_requests_info_lists_the_adapters_with_requests_in_flight(make_serv
     assert wait_for(lambda: {"sql", "chatty"} <= set(_models(srv.url)), timeout=60)
     assert requests.post(srv.url + "/v1/completions", timeout=60, json={
         "model": "tiny", "prompt": "hello", "max_tokens": 2}).status_code == 200
-    assert wait_for(lambda: _current(srv.url) == ("3", "", ""))
-    first = _stream(srv.url, "sql")
-    assert wait_for(lambda: _current(srv.url) == ("3", "sql", "sql")), _lora_info(srv.url)
-    second = _stream(srv.url, "chatty")
-    assert wait_for(lambda: _current(srv.url) == ("3", "sql,chatty", "sql,chatty"))
+    assert wait_for(lambda: current_lora_info(srv.url) == ("3", "", ""))
+    first = open_stream(srv.url, "sql", 3000)
+    assert wait_for(lambda: current_lora_info(srv.url) == ("3", "sql", "sql")), lora_info(srv.url)
+    second = open_stream(srv.url, "chatty", 3000)
+    assert wait_for(lambda: current_lora_info(srv.url) == ("3", "sql,chatty", "sql,chatty"))
     first.close()  # the disconnect aborts it: the adapter leaves at the next stats update
-    assert wait_for(lambda: _current(srv.url) == ("3", "chatty", "chatty")), _lora_info(srv.url)
+    assert wait_for(lambda: current_lora_info(srv.url) == ("3", "chatty", "chatty")), \
+        lora_info(srv.url)
     second.close()
     # No request left: the engine goes idle; a plain request brings the next stats update.
     assert requests.post(srv.url + "/v1/completions", timeout=60, json={
         "model": "tiny", "prompt": "hello", "max_tokens": 2}).status_code == 200
-    assert wait_for(lambda: _current(srv.url) == ("3", "", ""))
+    assert wait_for(lambda: current_lora_info(srv.url) == ("3", "", ""))
 
 
 def test_no_lora_requests_info_without_lora_support(make_server):
