@@ -24,14 +24,13 @@ Runs on: import time of the gunicorn master (gunicorn.conf.py) and of each worke
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
-import socket
 import sys
 import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
+from host import WORKERS_CAP, default_worker_count, local_model_dir, reachable_host
 from settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
     REQUEST_THREADS_CAP, Setting, boolean, capped_threads, choice, fingerprint, generation_config,
     json_object, json_strings, lora_module_list, names, niceness, non_negative_float,
@@ -45,53 +44,6 @@ SWITCH_INTERVAL_DEFAULT = 0.0005
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
 README = os.path.join(HERE, "README.md")
-
-
-#: Most workers the default picks: measured only up to 2 CPUs; the relay (engine.relay) sends
-#: each engine step to every worker, so its work grows with their number.
-WORKERS_CAP = 16
-#: Memory to allow per worker when picking the default: ~75-100 MB private per worker after a
-#: warm-up of 82k-token prompts (the tokenizers, ~260 MB, are shared from the master), with room
-#: for request bodies in flight.
-WORKER_MEMORY_BYTES = 256 << 20
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on: its affinity, lowered by a cgroup v2 CPU quota."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    try:
-        with open("/sys/fs/cgroup/cpu.max") as f:
-            quota, period = f.read().split()[:2]
-        if quota != "max":
-            cpus = min(cpus, max(1, -(-int(quota) // int(period))))
-    except (OSError, ValueError):
-        pass
-    return max(1, cpus)
-
-
-def available_memory() -> int | None:
-    """MemAvailable from /proc/meminfo in bytes, or None where there is none."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def default_worker_count() -> int:
-    """One worker per usable CPU (README: Workers, how this was measured), at most
-    ``WORKERS_CAP``, and no more than half the available memory holds."""
-    workers = min(usable_cpus(), WORKERS_CAP)
-    memory = available_memory()
-    if memory is not None:
-        workers = min(workers, max(1, memory // 2 // WORKER_MEMORY_BYTES))
-    return workers
 
 
 @dataclass(frozen=True)
@@ -401,24 +353,8 @@ class Config:
         return self.resolve_local(self.tokenizer or self.model)
 
     def resolve_local(self, name: str) -> str:
-        """A local directory for a model path or hub id: the path itself, or the id's snapshot
-        in the Hugging Face cache. No network: an id resolves only if something (``vllm serve``)
-        already downloaded it; otherwise it is returned unchanged and loading fails clearly."""
-        if os.path.isdir(name):
-            return os.path.abspath(name)
-        repo = os.path.join(self.hf_hub_cache, "models--" + name.replace("/", "--"))
-        try:
-            with open(os.path.join(repo, "refs", "main")) as f:
-                snapshot = os.path.join(repo, "snapshots", f.read().strip())
-            if os.path.isdir(snapshot):
-                return snapshot
-        except OSError:
-            pass
-        snapshots = os.path.join(repo, "snapshots")
-        if os.path.isdir(snapshots):
-            for entry in sorted(os.listdir(snapshots)):
-                return os.path.join(snapshots, entry)
-        return name
+        """A local directory for a model path or hub id (``host.local_model_dir``, no network)."""
+        return local_model_dir(name, self.hf_hub_cache)
 
     @property
     def relayed(self) -> bool:
@@ -487,18 +423,6 @@ class Config:
 def readme_with_table(text: str) -> str:
     """``text`` (the README) with the settings table made from the declarations."""
     return with_table(text, settings_table(decl for _, decl in Config.settings()))
-
-
-@functools.cache
-def reachable_host() -> str:
-    """An address of this host that other hosts can connect to: the one its default route
-    leaves from (connecting a UDP socket sends nothing), else what the host name resolves to."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(("10.255.255.255", 1))
-            return probe.getsockname()[0]
-        except OSError:
-            return socket.gethostbyname(socket.gethostname())
 
 
 if __name__ == "__main__":

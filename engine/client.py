@@ -12,7 +12,8 @@ Which thread owns what:
   choice, the coordinator's load view), engine liveness (``_liveness``, pings), the coordinator
   state (``current_wave``, ``engines_running``), ``dead_reason``, and every send (the
   transport's one sender greenlet).
-- HTTP hub: registrations, ``ready``, ``max_model_len``, pending utility calls.
+- HTTP hub: registrations (``engine.registrations``), ``ready``, ``max_model_len``, pending
+  utility calls (``engine.utility_calls``; the pings there are the engine-I/O thread's).
 - Other threads only read what the owners publish by whole-value stores: ``ready``,
   ``dead_reason``, ``current_wave``, ``in_flight``, ``stalled_ranks``.
 
@@ -21,7 +22,6 @@ Runs on: constructed and started in the HTTP hub of a worker; see each method.
 from __future__ import annotations
 
 import copy
-import itertools
 import logging
 import random
 import time
@@ -34,10 +34,12 @@ import msgspec
 from engine import protocol, shared_registrations
 from engine.admission import Admission, Group
 from engine.liveness import Liveness
+from engine.registrations import Registrations
 from engine.registry import RequestRegistry
 from engine.request_stats import RequestTiming
-from engine.stream import RequestStream, Waker
+from engine.stream import RequestStream, Waker, deliver_all, fail_all
 from engine.transport import Transport
+from engine.utility_calls import PING_METHOD, UtilityCalls
 from errors import (ApiError, EngineDead, EngineStalled, EngineUnavailable, InvalidRequest,
                     ServerError)
 from engine.io_thread import EngineThread
@@ -47,10 +49,6 @@ log = logging.getLogger("greenfront.engine")
 
 #: The random suffix of internal request ids (vLLM's `<external>-<8 hex>`).
 _suffixes = random.Random()
-#: Call ids of the liveness pings: far above the hub's utility call ids (counted from 1).
-_PING_CALL_IDS = 1 << 48
-#: The utility a ping calls: cheap, side-effect free, answered by vLLM 0.32 and the simulator.
-PING_METHOD = "is_sleeping"
 
 
 class EngineClient:
@@ -87,7 +85,6 @@ class EngineClient:
         self.ranks = list(range(engine_start, engine_start + engine_count))
         self._addresses = (input_address, output_address, input_fd, output_fd)
         self._io_threads = io_threads
-        self._cap = max_model_len_cap
         self._registration_dir = registration_dir
         self._on_dead_hook = on_dead
         self._on_ready_hook = on_ready
@@ -99,7 +96,8 @@ class EngineClient:
         # DP coordinator view (docs/engine-protocol.md §7.2): the current wave, and whether the engines are running one.
         self.current_wave = 0
         self.engines_running = True
-        self.registrations: dict[int, Any] = {}
+        self._registrations = Registrations(self.ranks, max_model_len_cap)
+        self.registrations = self._registrations.by_rank  # HTTP hub: rank -> registration
         self.ready = False
         self.dead_reason: str | None = None
         self.max_model_len: int | None = None
@@ -109,10 +107,7 @@ class EngineClient:
         self._admission, self._on_rejected = admission, on_rejected
         self._registry = RequestRegistry(self.ranks, admission and admission.publish)
         self._liveness = Liveness(self.ranks, stall_timeout, time.monotonic())
-        self._pings: dict[int, int] = {}  # ping call id -> rank
-        self._ping_ids = itertools.count(_PING_CALL_IDS)
-        self._utility_calls: dict[int, gevent.event.AsyncResult] = {}
-        self._call_ids = itertools.count(1)
+        self._calls = UtilityCalls(worker_slot, worker_count)
         self._ready_event: gevent.event.Event | None = None
         self._thread: EngineThread | None = None
         self._transport: Transport | None = None
@@ -191,12 +186,9 @@ class EngineClient:
             raise EngineDead(f"The engine core is dead: {self.dead_reason}.")
         if not self.ready:
             raise EngineUnavailable("The engine core has not registered yet; retry shortly.")
-        error = self._refusal(rank)
+        error = self._liveness.refusal(rank, time.monotonic())
         if error is not None:
             raise error
-
-    def _refusal(self, rank: int | None) -> ApiError | None:
-        return self._liveness.refusal(rank, time.monotonic())
 
     # -- requests (pool thread or HTTP hub) -------------------------------------------------
     def new_request_id(self, external_id: str) -> str:
@@ -246,13 +238,9 @@ class EngineClient:
 
     def _abort_all(self) -> None:
         streams = self._registry.pop_all()
-        by_rank: dict[int, list[str]] = {}
-        for stream in streams:
-            by_rank.setdefault(stream.engine_rank, []).append(stream.request_id)
-        for rank, ids in by_rank.items():
-            self._transport.post(protocol.encode_abort(_identity(rank), ids))
+        self._post_aborts(streams)
         error = self.closed_error
-        self._to_hub(lambda: _fail(streams, error))
+        self._to_hub(lambda: fail_all(streams, error))
 
     def utility(self, method: str, args: list | tuple = (), rank: int | None = None,
                 timeout: float | None = 60.0) -> Any:
@@ -261,9 +249,7 @@ class EngineClient:
         rank's stall watch is suspended meanwhile."""
         rank = self.ranks[0] if rank is None else rank
         self.check_available(rank)
-        call_id = next(self._call_ids) * self._workers + self._slot
-        result = gevent.event.AsyncResult()
-        self._utility_calls[call_id] = result
+        call_id, result = self._calls.open()
         frames = protocol.encode_utility(_identity(rank), self.client_index, call_id, method,
                                          list(args))
         unbounded = timeout is None
@@ -278,7 +264,7 @@ class EngineClient:
         except gevent.Timeout:
             raise ServerError(f"The engine did not answer `{method}` within {timeout:g} s.")
         finally:
-            self._utility_calls.pop(call_id, None)
+            self._calls.close(call_id)
             if unbounded and self._thread is not None:
                 self._call_engine(lambda: self._liveness.suspend(rank, -1))
 
@@ -300,7 +286,7 @@ class EngineClient:
         error = (EngineDead(f"The engine core is dead: {self.dead_reason}.")
                  if self.dead_reason is not None else
                  copy.copy(self.closed_error) if self.closed_error is not None else
-                 self._refusal(requested))
+                 self._liveness.refusal(requested, time.monotonic()))
         if error is None and group is not None and self._admission is not None:
             error = self._admitted(group)
         rank = requested if requested is not None else registry.choose(self._liveness.stalled)
@@ -329,11 +315,14 @@ class EngineClient:
         return copy.copy(rejection) if rejection is not None else None
 
     def _abort(self, request_ids: list[str]) -> None:
+        popped = (self._registry.pop(rid) for rid in request_ids)
+        self._post_aborts([stream for stream in popped if stream is not None])
+
+    def _post_aborts(self, streams: list[RequestStream]) -> None:
+        """One ABORT per engine for ``streams`` (the engines send nothing back for it)."""
         by_rank: dict[int, list[str]] = {}
-        for rid in request_ids:
-            stream = self._registry.pop(rid)
-            if stream is not None:
-                by_rank.setdefault(stream.engine_rank, []).append(rid)
+        for stream in streams:
+            by_rank.setdefault(stream.engine_rank, []).append(stream.request_id)
         for rank, ids in by_rank.items():
             self._transport.post(protocol.encode_abort(_identity(rank), ids))
 
@@ -364,10 +353,10 @@ class EngineClient:
             self._observer.on_step(outputs, batch)
         if batch:
             version = outputs.weight_version
-            self._to_hub(lambda: _deliver(batch, version))
+            self._to_hub(lambda: deliver_all(batch, version))
         utility = outputs.utility_output
-        if utility is not None and self._pings.pop(utility.call_id, None) is None:
-            self._to_hub(lambda: self._finish_utility(utility))
+        if utility is not None and not self._calls.is_ping(utility.call_id):
+            self._to_hub(lambda: self._calls.finish(utility))
 
     def _heard(self, rank: int) -> None:
         if self._liveness.heard(rank, time.monotonic()):
@@ -383,10 +372,8 @@ class EngineClient:
                 continue
             to_ping, stalled = liveness.check(time.monotonic(), self._registry.outstanding)
             for rank in to_ping:
-                call_id = next(self._ping_ids)
-                self._pings[call_id] = rank
                 self._transport.post(protocol.encode_utility(
-                    _identity(rank), self.client_index, call_id, PING_METHOD, []))
+                    _identity(rank), self.client_index, self._calls.ping(rank), PING_METHOD, []))
             for rank in stalled:
                 self._on_stalled(rank)
 
@@ -398,19 +385,10 @@ class EngineClient:
         if not streams:
             return
         # Queued in the socket: a stopped engine that resumes drops the work nobody waits for.
-        self._transport.post(protocol.encode_abort(_identity(rank),
-                                                   [s.request_id for s in streams]))
-        error = self._refusal(rank) or EngineStalled(f"Engine {rank} is stalled.")
-        self._to_hub(lambda: _fail(streams, error))
-
-    def _finish_utility(self, utility: Any) -> None:
-        call = self._utility_calls.get(utility.call_id)
-        if call is None:
-            return
-        if utility.failure_message is not None:
-            call.set_exception(ServerError(utility.failure_message))
-        else:
-            call.set(utility.result[1] if utility.result else None)
+        self._post_aborts(streams)
+        error = (self._liveness.refusal(rank, time.monotonic())
+                 or EngineStalled(f"Engine {rank} is stalled."))
+        self._to_hub(lambda: fail_all(streams, error))
 
     def _on_registration(self, rank: int, payload: bytes) -> None:
         try:
@@ -424,18 +402,8 @@ class EngineClient:
         self._to_hub(lambda: self._register(rank, registration))
 
     def _register(self, rank: int, registration: Any) -> None:
-        if rank not in self.ranks:
-            log.warning("ignoring a registration from unexpected engine rank %d", rank)
-            return
-        known = self.registrations.get(rank)
-        self.registrations[rank] = registration
-        if known != registration:  # read from the shared file first, then sent live: log once
-            log.info("engine %d registered (max_model_len=%d)", rank, registration.max_model_len)
-        if all(r in self.registrations for r in self.ranks):
-            lens = [self.registrations[r].max_model_len for r in self.ranks]
-            if self._cap:
-                lens.append(self._cap)
-            self.max_model_len = min(lens)
+        if self._registrations.add(rank, registration):
+            self.max_model_len = self._registrations.max_model_len
             if not self.ready and self._on_ready_hook is not None:
                 self._on_ready_hook()  # before any request can see ready
             self.ready = True
@@ -462,27 +430,14 @@ class EngineClient:
 
     # -- HTTP hub ---------------------------------------------------------------------------
     def _fail_all(self, streams: list[RequestStream], error: ApiError) -> None:
-        _fail(streams, error)
-        for call in list(self._utility_calls.values()):
-            call.set_exception(error)
+        fail_all(streams, error)
+        self._calls.fail_all(error)
         if self._on_dead_hook is not None:
             self._on_dead_hook(self.dead_reason or "")
 
     def _to_hub(self, fn: Callable[[], None]) -> None:
         self._hub_inbox.post(fn)
 
-    # -- registrations shared between worker processes ---------------------------------------
-
 
 def _identity(rank: int) -> bytes:
     return rank.to_bytes(2, "little")
-
-
-def _deliver(batch: list, weight_version: str | None = None) -> None:
-    for stream, output, frames in batch:
-        stream.deliver(output, frames, weight_version)
-
-
-def _fail(streams: list[RequestStream], error: ApiError) -> None:
-    for stream in streams:
-        stream.fail(error)

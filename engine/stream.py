@@ -142,6 +142,19 @@ _EXTRAS = ("new_logprobs", "new_prompt_logprobs_tensors", "pooling_output", "eve
            "prompt_token_id_logprobs", "error")
 
 
+def deliver_all(batch: list[tuple[RequestStream, Any, list | None]],
+                weight_version: str | None = None) -> None:
+    """HTTP hub: each (stream, output, aux frames) of one engine step to its stream."""
+    for stream, output, frames in batch:
+        stream.deliver(output, frames, weight_version)
+
+
+def fail_all(streams: list[RequestStream], error: ApiError) -> None:
+    """HTTP hub: end every one of ``streams`` with ``error``."""
+    for stream in streams:
+        stream.fail(error)
+
+
 def _plain(output: Any) -> bool:
     return not output.num_nans_in_logits and all(
         getattr(output, name, None) is None for name in _EXTRAS)

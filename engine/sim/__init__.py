@@ -9,8 +9,9 @@ Runs on: the simulator process (single thread, plain pyzmq, a ``zmq.Poller``
 loop with a step timer).
 
 Modules: ``config`` (CLI), ``scheduler`` (requests, steps, token choice,
-logprobs, stats), ``utility`` (UTILITY methods), ``engine`` (sockets,
-handshake, main loop, faults).
+logprobs, stats), ``request`` (one request's tokens, stop rules, logprobs),
+``utility`` (UTILITY methods), ``registration`` (what the engine reports when it
+registers), ``engine`` (sockets, handshake, main loop, faults).
 
 Connecting (choose one):
   --handshake ADDR        DEALER (identity = rank, 2-byte LE) to the frontend's

@@ -11,7 +11,6 @@ Runs on: the simulator process, one thread, plain (non-green) pyzmq.
 
 from __future__ import annotations
 
-import random
 import signal
 import sys
 import time
@@ -22,7 +21,6 @@ import zmq
 from engine.protocol import (
     ENGINE_CORE_DEAD,
     EngineCoreOutputs,
-    EngineCoreReadyResponse,
     ProtocolError,
     RequestType,
     SamplingParamsError,
@@ -31,12 +29,12 @@ from engine.protocol import (
     encode_hello,
     encode_outputs,
     encode_ready,
-    encode_registration,
     encode_utility_reply,
     identity_for_rank,
     validate_sampling_params,
 )
 from engine.sim.config import SimConfig
+from engine.sim.registration import registration
 from engine.sim.scheduler import ClientBatch, Scheduler
 from engine.sim.utility import DEFERRED, UtilityFailure, UtilityHandler
 
@@ -111,41 +109,8 @@ class SimEngine:
             sock.connect(addr)
             self._outputs.append(sock)
 
-    def _registration(self, dp_stats_address: str | None) -> bytes:
-        cfg = self.cfg
-        kv_tokens = cfg.num_gpu_blocks * cfg.block_size
-        return encode_registration(
-            EngineCoreReadyResponse(
-                max_model_len=cfg.max_model_len,
-                num_gpu_blocks=cfg.num_gpu_blocks,
-                block_size=cfg.block_size,
-                dp_stats_address=dp_stats_address,
-                dtype=cfg.dtype,
-                vllm_version=cfg.vllm_version,
-                world_size=1,
-                data_parallel_size=cfg.data_parallel_size,
-                tensor_parallel_size=1,
-                pipeline_parallel_size=1,
-                decode_context_parallel_size=1,
-                data_parallel_rank=cfg.rank,
-                max_num_seqs=cfg.max_num_seqs,
-                max_num_batched_tokens=cfg.max_num_batched_tokens,
-                instance_id=str(random.getrandbits(63)),
-                supports_lora=cfg.enable_lora,
-                max_loras=cfg.max_loras if cfg.enable_lora else 0,
-                mamba_block_size=None,
-                kv_cache_size_tokens=kv_tokens,
-                kv_cache_max_concurrency=kv_tokens / max(1, cfg.max_model_len),
-                kv_events_config=None,
-                weight_transfer_backend=None,
-                enable_sleep_mode=cfg.enable_sleep_mode,
-                supports_draft_weight_updates=False,
-                effective_attention_block_size=cfg.block_size,
-            )
-        )
-
     def _send_registration(self, dp_stats_address: str | None) -> None:
-        payload = self._registration(dp_stats_address)
+        payload = registration(self.cfg, dp_stats_address)
         for sock in self._inputs:
             sock.send(payload)
 

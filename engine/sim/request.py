@@ -120,27 +120,7 @@ class SimRequest:
         extra = sp.extra_args if isinstance(sp.extra_args, dict) else {}
         warn = self.warnings
 
-        mode = _knob(extra, "sim_output_mode", str, warn) or cfg.output_mode
-        if mode not in ("echo", "random"):
-            warn.append(f"ignoring extra_args.sim_output_mode={mode!r}")
-            mode = cfg.output_mode
-        tokens = extra.get("sim_tokens")
-        if tokens is not None and not (
-            isinstance(tokens, list)
-            and tokens
-            and all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**31 for t in tokens)
-        ):
-            warn.append("ignoring extra_args.sim_tokens (expected a non-empty list of int32 token ids)")
-            tokens = None
-        self.tokens = tokens
-        if tokens is not None:
-            self.mode = _MODE_LIST
-        elif mode == "echo" and self.prompt:
-            self.mode = _MODE_ECHO
-            # The first prompt token is usually BOS: echo the rest.
-            self.tokens = self.prompt[1:] if self.prompt_len > 1 else list(self.prompt)
-        else:
-            self.mode = _MODE_RANDOM
+        self._choose_tokens(extra, cfg)
         self.base = zlib.crc32(_sampling_key(cfg.seed, req))
         if self.vocab > FIRST_ORDINARY_TOKEN + 1:
             self.span = self.vocab - FIRST_ORDINARY_TOKEN
@@ -164,6 +144,32 @@ class SimRequest:
         self.logprobs_k = None if k is None else (FULL_VOCAB_LOGPROBS_CAP if k < 0 else k)
         k = sp.prompt_logprobs
         self.prompt_logprobs_k = None if k is None else (FULL_VOCAB_LOGPROBS_CAP if k < 0 else k)
+
+    def _choose_tokens(self, extra: dict, cfg: SimConfig) -> None:
+        """Where this request's tokens come from (``mode``, ``tokens``): the ``sim_tokens`` list,
+        the echo of its prompt, or random ids."""
+        warn = self.warnings
+        mode = _knob(extra, "sim_output_mode", str, warn) or cfg.output_mode
+        if mode not in ("echo", "random"):
+            warn.append(f"ignoring extra_args.sim_output_mode={mode!r}")
+            mode = cfg.output_mode
+        tokens = extra.get("sim_tokens")
+        if tokens is not None and not (
+            isinstance(tokens, list)
+            and tokens
+            and all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**31 for t in tokens)
+        ):
+            warn.append("ignoring extra_args.sim_tokens (expected a non-empty list of int32 token ids)")
+            tokens = None
+        self.tokens = tokens
+        if tokens is not None:
+            self.mode = _MODE_LIST
+        elif mode == "echo" and self.prompt:
+            self.mode = _MODE_ECHO
+            # The first prompt token is usually BOS: echo the rest.
+            self.tokens = self.prompt[1:] if self.prompt_len > 1 else list(self.prompt)
+        else:
+            self.mode = _MODE_RANDOM
 
     # ------------------------------------------------------------ tokens
 

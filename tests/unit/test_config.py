@@ -6,6 +6,7 @@ import logging
 import pytest
 
 import config
+import host
 from config import README, REQUEST_THREADS_CAP, Config, readme_with_table
 
 
@@ -116,12 +117,12 @@ def test_structured_outputs_backend_and_template_kwargs(caplog):
 
 @pytest.mark.parametrize("cpus,memory,workers", [
     (2, 24 << 30, 2),      # this project's VM: every core
-    (64, 256 << 30, config.WORKERS_CAP),
+    (64, 256 << 30, host.WORKERS_CAP),
     (8, 1 << 30, 2),       # 1 GiB available: half of it at 256 MB a worker
     (4, 100 << 20, 1),
     (3, None, 3),          # no /proc/meminfo
 ])
 def test_default_worker_count_follows_cpus_then_memory(monkeypatch, cpus, memory, workers):
-    monkeypatch.setattr(config, "usable_cpus", lambda: cpus)
-    monkeypatch.setattr(config, "available_memory", lambda: memory)
-    assert config.default_worker_count() == workers
+    monkeypatch.setattr(host, "usable_cpus", lambda: cpus)
+    monkeypatch.setattr(host, "available_memory", lambda: memory)
+    assert host.default_worker_count() == workers

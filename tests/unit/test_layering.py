@@ -9,7 +9,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: The base: modules everything may import and which import only each other.
-BASE = ("config", "settings", "errors", "jsonio", "handoff", "token_ids")
+BASE = ("config", "settings", "host", "errors", "jsonio", "handoff", "token_ids")
 PROJECT = ("engine", "text", "runtime", "streaming", "resources", "middleware", "launch", "app",
            "bench", "tests", *BASE)
 

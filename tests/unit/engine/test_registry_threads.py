@@ -25,7 +25,7 @@ from engine.protocol import EngineCoreRequest, SamplingParams
 from engine.stream import Waker
 
 from tests.support.waiting import wait_in_hub as _wait
-from tests.unit.engine.test_sim import ROOT
+from tests.support.sim_driver import ROOT
 
 THREADS = 4
 PER_THREAD = 150
@@ -81,7 +81,9 @@ def client(tmp_path):
         client.stop()
 
 
-def test_counts_and_streams_are_exact_under_concurrent_submit_and_abort(client):
+def _submit_and_abort_from_threads(client: EngineClient) -> tuple[dict, dict]:
+    """``THREADS`` native threads each submit ``PER_THREAD`` requests at once: a third short
+    (they finish), a third kept, a third aborted at once. Returns the (kept, short) streams."""
     old_interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     kept: dict[str, object] = {}
@@ -112,6 +114,11 @@ def test_counts_and_streams_are_exact_under_concurrent_submit_and_abort(client):
     finally:
         sys.setswitchinterval(old_interval)
     assert not errors, errors
+    return kept, short
+
+
+def test_counts_and_streams_are_exact_under_concurrent_submit_and_abort(client):
+    kept, short = _submit_and_abort_from_threads(client)
     expected = THREADS * PER_THREAD // 3
     assert len(kept) == expected and len(short) == expected
 

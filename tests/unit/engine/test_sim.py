@@ -1,198 +1,16 @@
-"""engine.sim as a real subprocess, driven over real ZMQ sockets the test binds.
-
-The test plays the frontend (``vllm serve``'s side): it binds a ROUTER (inputs)
-and PULL(s) (outputs) on unique ipc paths, or a handshake ROUTER, then talks
-the wire protocol through engine.protocol. Every subprocess is killed in a
-finalizer.
-"""
+"""engine.sim as a real subprocess, driven over real ZMQ sockets the test binds
+(``tests.support.sim_driver``): its registration, generation, utility calls and LoRA requests.
+Bad input, faults, switches and the handshake: ``test_sim_faults.py``."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-import time
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import msgspec
-import pytest
-import zmq
 
-from engine.protocol import (
-    ENGINE_CORE_DEAD,
-    EngineCoreOutput,
-    EngineCoreOutputs,
-    EngineCoreRequest,
-    EngineZmqAddresses,
-    FinishReason,
-    LoRARequest,
-    SamplingParams,
-    SchedulerStats,
-    decode_handshake_status,
-    decode_outputs,
-    decode_registration,
-    encode_abort,
-    encode_add,
-    encode_init,
-    encode_utility,
-    logprobs_lists_to_python,
-)
-
-ROOT = Path(__file__).resolve().parents[3]
-EOS = 2
-PROMPT = [1, 501, 502, 503]  # BOS + three tokens: echo mode emits 501, 502, 503, 501, ...
-FAST = ["--itl-ms", "4", "--ttft-ms", "4", "--output-mode", "echo"]
-STATS_KEYS = list(SchedulerStats.__struct_fields__)
-
-
-class Sim:
-    """One simulator subprocess plus the frontend-side sockets of the test."""
-
-    def __init__(self, workdir: str, args: list[str], outputs: int = 1, handshake: bool = False) -> None:
-        self.ctx = zmq.Context()
-        self.workdir = workdir
-        self.log_path = os.path.join(workdir, "sim.log")
-        self.router = self._bind(zmq.ROUTER, "in")
-        self.pulls = [self._bind(zmq.PULL, f"out{i}") for i in range(outputs)]
-        self.input_addr = f"ipc://{workdir}/in"
-        self.output_addrs = [f"ipc://{workdir}/out{i}" for i in range(outputs)]
-        if handshake:
-            self.hs = self._bind(zmq.ROUTER, "hs")
-            cmd = ["--handshake", f"ipc://{workdir}/hs"]
-        else:
-            self.hs = None
-            cmd = ["--input", self.input_addr]
-            for addr in self.output_addrs:
-                cmd += ["--output", addr]
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "engine.sim", *cmd, *args], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
-            )
-        self.identity: bytes | None = None
-        self.registration: Any = None
-        self._call_id = 100
-
-    def _bind(self, kind: int, name: str) -> zmq.Socket:
-        sock = self.ctx.socket(kind)
-        # Before bind: libzmq copies socket options into the listener at bind time.
-        sock.setsockopt(zmq.SNDHWM, 0)
-        sock.setsockopt(zmq.RCVHWM, 0)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.bind(f"ipc://{self.workdir}/{name}")
-        return sock
-
-    def log(self) -> str:
-        with open(self.log_path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-
-    def wait_registration(self, timeout: float = 10.0) -> Any:
-        if not self.router.poll(int(timeout * 1000)):
-            raise AssertionError("no registration from the simulator:\n" + self.log())
-        self.identity, payload = self.router.recv_multipart()
-        self.registration = decode_registration(payload)
-        return self.registration
-
-    def add(self, rid: str, prompt: list[int] = PROMPT, client_index: int = 0, lora: LoRARequest | None = None,
-            **sp: Any) -> None:
-        sp.setdefault("temperature", 0.0)
-        sp.setdefault("max_tokens", 5)
-        req = EngineCoreRequest(rid, prompt, None, SamplingParams(**sp), None, time.time(), lora, None, None,
-                                client_index=client_index, external_req_id=rid)
-        self.router.send_multipart(encode_add(self.identity, req))
-
-    def abort(self, *rids: str) -> None:
-        self.router.send_multipart(encode_abort(self.identity, list(rids)))
-
-    def call(self, method: str, *args: Any, timeout: float = 3.0) -> Any:
-        """UTILITY call; returns the UtilityOutput (skipping step messages in between)."""
-        self._call_id += 1
-        call_id = self._call_id
-        self.router.send_multipart(encode_utility(self.identity, 0, call_id, method, args))
-        deadline = time.monotonic() + timeout
-        self.skipped: list[EngineCoreOutputs] = []
-        while True:
-            msg = self.recv(max(0.0, deadline - time.monotonic()))
-            if msg is None:
-                return None
-            if msg[1].utility_output is not None and msg[1].utility_output.call_id == call_id:
-                return msg[1].utility_output
-            self.skipped.append(msg[1])
-
-    def recv(self, timeout: float = 3.0, client: int = 0) -> tuple[list[bytes], EngineCoreOutputs | None] | None:
-        sock = self.pulls[client]
-        if not sock.poll(int(timeout * 1000)):
-            return None
-        frames = sock.recv_multipart()
-        return frames, decode_outputs(frames)
-
-    def collect(self, rid: str, timeout: float = 5.0, client: int = 0) -> list[tuple[EngineCoreOutput, list[bytes], EngineCoreOutputs]]:
-        """All outputs of ``rid`` until it finishes."""
-        got = []
-        deadline = time.monotonic() + timeout
-        while True:
-            msg = self.recv(max(0.0, deadline - time.monotonic()), client)
-            if msg is None:
-                raise AssertionError(f"{rid} did not finish; got {[o.new_token_ids for o, _, _ in got]}\n" + self.log())
-            frames, outs = msg
-            assert outs is not None, "unexpected ENGINE_CORE_DEAD"
-            for out in outs.outputs:
-                if out.request_id == rid:
-                    got.append((out, frames, outs))
-                    if out.finish_reason is not None:
-                        return got
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-        self.ctx.destroy(linger=0)
-
-
-@pytest.fixture
-def workdir() -> Iterator[str]:
-    # Short paths: ipc endpoints must fit in sun_path (~107 bytes).
-    path = tempfile.mkdtemp(prefix="gfsim-", dir="/tmp")
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def start(workdir: str) -> Iterator[Any]:
-    sims: list[Sim] = []
-
-    def _start(*args: str, outputs: int = 1, handshake: bool = False, register: bool = True) -> Sim:
-        sub = os.path.join(workdir, str(len(sims)))
-        os.mkdir(sub)
-        sim = Sim(sub, list(args), outputs, handshake)
-        sims.append(sim)
-        if register and not handshake:
-            sim.wait_registration()
-        return sim
-
-    yield _start
-    for sim in sims:
-        sim.close()
-
-
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    """One default-ish simulator reused by the read-only behaviour tests."""
-    path = tempfile.mkdtemp(prefix="gfsim-", dir="/tmp")
-    sim = Sim(path, FAST)
-    try:
-        sim.wait_registration()
-        yield sim
-    finally:
-        sim.close()
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _tokens(outs: list) -> list[int]:
-    return [t for out, _, _ in outs for t in out.new_token_ids]
+from engine.protocol import FinishReason, LoRARequest, logprobs_lists_to_python
+from tests.support.sim_driver import EOS, FAST, PROMPT, STATS_KEYS, Sim, tokens_of
+from tests.support.sim_driver import shared, start, workdir  # noqa: F401  (fixtures)
 
 
 # ---------------------------------------------------------------- registration
@@ -215,7 +33,7 @@ def test_registration_has_all_25_keys(start: Any) -> None:
 def test_echo_streams_prompt_and_finishes_length(shared: Sim) -> None:
     shared.add("echo-1", max_tokens=5)
     outs = shared.collect("echo-1")
-    assert _tokens(outs) == [501, 502, 503, 501, 502]
+    assert tokens_of(outs) == [501, 502, 503, 501, 502]
     assert all(len(o.new_token_ids) == 1 for o, _, _ in outs)
     assert outs[-1][0].finish_reason == FinishReason.LENGTH and outs[-1][0].stop_reason is None
     first = outs[0][0]
@@ -235,36 +53,36 @@ def test_echo_streams_prompt_and_finishes_length(shared: Sim) -> None:
 def test_eos_after_finishes_stop_without_stop_reason(shared: Sim) -> None:
     shared.add("eos-1", max_tokens=10, eos_token_id=EOS, all_stop_token_ids=[EOS], extra_args={"sim_eos_after": 3})
     outs = shared.collect("eos-1")
-    assert _tokens(outs) == [501, 502, EOS]
+    assert tokens_of(outs) == [501, 502, EOS]
     assert outs[-1][0].finish_reason == FinishReason.STOP and outs[-1][0].stop_reason is None
 
 
-def test_stop_token_ids_and_min_tokens(shared: Sim) -> None:
+def test_stop_token_ids_and_mintokens_of(shared: Sim) -> None:
     shared.add("stop-1", max_tokens=10, stop_token_ids=[503])
     outs = shared.collect("stop-1")
-    assert _tokens(outs) == [501, 502, 503]
+    assert tokens_of(outs) == [501, 502, 503]
     assert outs[-1][0].finish_reason == FinishReason.STOP and outs[-1][0].stop_reason == 503
     # min_tokens masks stop tokens: 502 cannot end the request at position 2.
     shared.add("stop-2", max_tokens=10, stop_token_ids=[502], min_tokens=2)
-    toks = _tokens(shared.collect("stop-2"))
+    toks = tokens_of(shared.collect("stop-2"))
     assert toks[0] == 501 and toks[1] != 502 and toks[2:] == [503, 501, 502]
 
 
 def test_sim_tokens_then_eos_and_ignore_eos(shared: Sim) -> None:
     shared.add("list-1", max_tokens=10, eos_token_id=EOS, extra_args={"sim_tokens": [7, 8]})
     outs = shared.collect("list-1")
-    assert _tokens(outs) == [7, 8, EOS] and outs[-1][0].finish_reason == FinishReason.STOP
+    assert tokens_of(outs) == [7, 8, EOS] and outs[-1][0].finish_reason == FinishReason.STOP
     # ignore_eos: the frontend omits _eos_token_id, so the list cycles until max_tokens.
     shared.add("list-2", max_tokens=5, ignore_eos=True, extra_args={"sim_tokens": [7, 8]})
     outs = shared.collect("list-2")
-    assert _tokens(outs) == [7, 8, 7, 8, 7] and outs[-1][0].finish_reason == FinishReason.LENGTH
+    assert tokens_of(outs) == [7, 8, 7, 8, 7] and outs[-1][0].finish_reason == FinishReason.LENGTH
 
 
 def test_random_mode_is_deterministic_and_ordinary(shared: Sim) -> None:
     shared.add("rnd-a", max_tokens=6, seed=7, extra_args={"sim_output_mode": "random"})
-    first = _tokens(shared.collect("rnd-a"))
+    first = tokens_of(shared.collect("rnd-a"))
     shared.add("rnd-b", max_tokens=6, seed=7, extra_args={"sim_output_mode": "random"})
-    assert _tokens(shared.collect("rnd-b")) == first
+    assert tokens_of(shared.collect("rnd-b")) == first
     assert all(1000 <= t < 131072 for t in first) and len(set(first)) > 1
 
 
@@ -272,7 +90,7 @@ def test_max_model_len_caps_output(shared: Sim, start: Any) -> None:
     sim = start(*FAST, "--max-model-len", "7")
     sim.add("cap-1", max_tokens=100)
     outs = sim.collect("cap-1")
-    assert len(_tokens(outs)) == 3 and outs[-1][0].finish_reason == FinishReason.LENGTH
+    assert len(tokens_of(outs)) == 3 and outs[-1][0].finish_reason == FinishReason.LENGTH
 
 
 def test_abort_stops_output(shared: Sim) -> None:
@@ -304,7 +122,7 @@ def test_abort_stops_output(shared: Sim) -> None:
 def test_sim_error_after(shared: Sim) -> None:
     shared.add("err-1", max_tokens=10, extra_args={"sim_error_after": 2})
     outs = shared.collect("err-1")
-    assert _tokens(outs) == [501, 502]
+    assert tokens_of(outs) == [501, 502]
     assert outs[-1][0].finish_reason == FinishReason.ERROR and outs[-1][0].new_token_ids == []
 
 
@@ -365,7 +183,7 @@ def test_pause_keep_holds_requests_until_resume(shared: Sim) -> None:
     shared.add("paused-1", max_tokens=2)
     assert shared.recv(0.15) is None
     assert shared.call("resume_scheduler").result == [None, None]
-    assert _tokens(shared.collect("paused-1")) == [501, 502]
+    assert tokens_of(shared.collect("paused-1")) == [501, 502]
     assert shared.call("is_scheduler_paused").value is False
 
 
@@ -388,11 +206,11 @@ def test_lora_requests(start: Any) -> None:
     sim = start(*FAST, "--enable-lora", "--verbose")
     assert sim.call("add_lora", LoRARequest("l1", 3, "/x")).value is True
     sim.add("lora-1", max_tokens=2, lora=LoRARequest("l1", 3, "/x"))
-    assert _tokens(sim.collect("lora-1")) == [501, 502]
+    assert tokens_of(sim.collect("lora-1")) == [501, 502]
     assert "ADD lora-1 " in sim.log() and " lora=l1:3" in sim.log()
     # Never added: a real engine's LoRA manager loads it from lora_path when it is scheduled.
     sim.add("lora-2", max_tokens=2, lora=LoRARequest("l9", 9, "/y"))
-    assert _tokens(sim.collect("lora-2")) == [501, 502]
+    assert tokens_of(sim.collect("lora-2")) == [501, 502]
     assert "lora-2: LoRA id 9 ('l9') was never added; loading it on demand from '/y'" in sim.log()
     assert sim.call("list_loras").value == [3, 9]
     # vLLM's LoRARequest refuses id 0 while decoding the ADD.
@@ -404,124 +222,10 @@ def test_lora_requests(start: Any) -> None:
 
 def test_lora_request_without_lora_support_is_ignored(shared: Sim) -> None:
     shared.add("nolora-1", max_tokens=2, lora=LoRARequest("l1", 1, "/x"))
-    assert _tokens(shared.collect("nolora-1")) == [501, 502]
+    assert tokens_of(shared.collect("nolora-1")) == [501, 502]
     assert "nolora-1: LoRA is not enabled; lora_request 'l1' (id 1) ignored" in shared.log()
     while shared.recv(0.1) is not None:  # the idle stats-only message
         pass
-
-
-# ----------------------------------------------------------------- validation
-
-
-def test_invalid_request_is_ignored(start: Any) -> None:
-    sim = start(*FAST)
-    sim.add("bad-1", temperature=5.0)
-    sim.add("good-1", max_tokens=2)
-    outs = sim.collect("good-1")
-    assert [o.request_id for o, _, _ in outs] == ["good-1", "good-1"]
-    assert "temperature must be in [0, 2], got 5.0" in sim.log()
-
-
-def test_strict_input_thread_dies_like_a_real_engine(start: Any) -> None:
-    sim = start(*FAST, "--strict-input-thread")
-    sim.add("bad-1", temperature=5.0)
-    assert sim.call("is_sleeping", timeout=0.5) is None
-    assert sim.proc.poll() is None
-    assert "input thread died" in sim.log()
-
-
-# --------------------------------------------------------------------- faults
-
-
-def test_die_after_sends_engine_core_dead(start: Any) -> None:
-    sim = start(*FAST, "--die-after", "1")
-    sim.add("die-1", max_tokens=50)
-    seen = []
-    while True:
-        msg = sim.recv(5.0)
-        assert msg is not None, sim.log()
-        frames, outs = msg
-        if outs is None:
-            assert frames == [ENGINE_CORE_DEAD]
-            break
-        seen += [o.request_id for o in outs.outputs]
-    assert seen == ["die-1"]
-    assert sim.proc.wait(10) == 1
-
-
-def test_stall_after_goes_silent(start: Any) -> None:
-    sim = start(*FAST, "--stall-after", "1")
-    sim.add("st-1", max_tokens=2)
-    assert len(sim.collect("st-1")) == 2
-    sim.add("st-2", max_tokens=2)
-    assert sim.call("is_sleeping", timeout=0.5) is None
-    assert sim.recv(0.2) is None
-    assert sim.proc.poll() is None
-
-
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_signal_exits_zero_quietly(start: Any, signum: int) -> None:
-    sim = start(*FAST)
-    sim.add("term-1", max_tokens=10000)
-    assert sim.recv(2.0) is not None
-    sim.proc.send_signal(signum)
-    assert sim.proc.wait(5) == 0
-    while (msg := sim.recv(0.1)) is not None:  # drain what was sent before the signal
-        assert msg[1] is not None
-    assert "Traceback" not in sim.log()
-
-
-# ------------------------------------------------------------- other switches
-
-
-def test_disable_log_stats(start: Any) -> None:
-    sim = start(*FAST, "--disable-log-stats")
-    sim.add("ns-1", max_tokens=2)
-    outs = sim.collect("ns-1")
-    assert all(msg.scheduler_stats is None for _, _, msg in outs)
-    assert outs[0][0].events is None and outs[0][0].prefill_stats is not None
-    assert sim.recv(0.2) is None  # no stats-only message either
-
-
-def test_vllm_033_shape_and_second_client(start: Any) -> None:
-    sim = start(*FAST, "--vllm-version", "0.33.0", outputs=2)
-    sim.add("c1", max_tokens=1, client_index=1)
-    (out, frames, _), = sim.collect("c1", client=1)
-    assert len(msgspec.msgpack.decode(frames[0])[1][0]) == 19
-    assert sim.call("pause_generation", "keep", False).result == [None, None]
-    assert sim.call("resume_scheduler").result == [None, None]
-
-
-def test_per_request_timing_knobs(start: Any) -> None:
-    sim = start("--itl-ms", "5", "--ttft-ms", "5", "--output-mode", "echo")
-    t0 = time.monotonic()
-    sim.add("slow-1", max_tokens=3, extra_args={"sim_ttft_ms": 150, "sim_itl_ms": 50})
-    assert _tokens(sim.collect("slow-1")) == [501, 502, 503]
-    # First token after >= 150 ms, then one every ~10 steps of 5 ms.
-    assert time.monotonic() - t0 >= 0.15 + 2 * 0.045
-
-
-# -------------------------------------------------------------------- handshake
-
-
-def test_handshake_mode(start: Any) -> None:
-    sim = start(*FAST, handshake=True)
-    assert sim.hs.poll(10000), sim.log()
-    identity, payload = sim.hs.recv_multipart()
-    hello = decode_handshake_status(payload)
-    assert identity == b"\x00\x00" and (hello.status, hello.local, hello.headless) == ("HELLO", False, True)
-    sim.hs.send_multipart([identity, encode_init(EngineZmqAddresses([sim.input_addr], sim.output_addrs))])
-    reg = sim.wait_registration()
-    assert reg.data_parallel_rank == 0
-    assert sim.hs.poll(5000)
-    _, payload = sim.hs.recv_multipart()
-    ready = decode_handshake_status(payload)
-    assert (ready.status, ready.local, ready.headless) == ("READY", False, True)
-    # What vLLM's Python frontend does right after READY.
-    assert sim.call("reset_mm_cache").result == [None, None]
-    assert sim.call("get_supported_tasks").value == ["generate"]
-    sim.add("hs-1", max_tokens=2)
-    assert _tokens(sim.collect("hs-1")) == [501, 502]
 
 
 def test_greedy_requests_repeat_per_prompt_and_sampled_ones_differ(shared: Sim) -> None:
@@ -530,14 +234,14 @@ def test_greedy_requests_repeat_per_prompt_and_sampled_ones_differ(shared: Sim) 
 
     def tokens(rid: str, prompt: list[int] = PROMPT, **sp: Any) -> list[int]:
         shared.add(rid, prompt, max_tokens=6, extra_args=random, **sp)
-        return _tokens(shared.collect(rid))
+        return tokens_of(shared.collect(rid))
 
     greedy = tokens("greedy-a")
     assert tokens("greedy-b") == greedy and len(set(greedy)) > 1
     assert tokens("greedy-c", [1, 2, 3]) != greedy
     adapter = LoRARequest("ad", 7, "/ad")
     shared.add("greedy-lora", PROMPT, lora=adapter, max_tokens=6, extra_args=random)
-    assert _tokens(shared.collect("greedy-lora")) != greedy
+    assert tokens_of(shared.collect("greedy-lora")) != greedy
     sampled = tokens("sampled-a", temperature=1.0)
     assert tokens("sampled-b", temperature=1.0) != sampled
     assert tokens("seeded-a", temperature=1.0, seed=3) == tokens("seeded-b", temperature=1.0,
