@@ -68,3 +68,33 @@ def test_stream_holds_back_a_partial_tag_and_sends_plain_text(vocab, marker_tok)
     p = parser(vocab)
     assert p.feed("a <tool", []).content == "a "
     assert p.feed("ing", []).content == "<tooling"
+
+
+TRICKY = [
+    CALL,
+    'Hi <tool_call>\n{"name": "f", "arguments":   \n {"a": "x < y", "b": [1, {"c": 2}]}}\n'
+    '</tool_call>\n<tool_call>{"name": "g", "arguments": {"s": "</tool"}}</tool_call> bye',
+    '<tool_call>{"name": "f", "arguments": {"a": "}"} }  </tool_call><tool_call>{"name": "g",'
+    ' "arguments": "<b>"}',
+    '<tool_call>{"name": "f", "arguments": {"a": 1}}  \n  ',
+    '<tool_call>{"name": "f", "arguments": </tool_call>',
+]
+
+
+def _deltas(vocab, pieces, full_scan):
+    p = parser(vocab)
+    out = []
+    for piece in pieces:
+        if full_scan:
+            p._inside = None  # the fast path off: every delta takes the full scan
+        d = p.feed(piece, [])
+        out.append(None if d is None else (d.content, [
+            (c.index, c.name, c.arguments) for c in d.tool_calls]))
+    return out
+
+
+def test_the_fast_path_inside_arguments_streams_what_the_full_scan_does(vocab):
+    for text in TRICKY:
+        for size in (1, 2, 3, 5, 8, 13):
+            pieces = [text[i:i + size] for i in range(0, len(text), size)]
+            assert _deltas(vocab, pieces, False) == _deltas(vocab, pieces, True), (text, size)
