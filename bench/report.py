@@ -261,14 +261,48 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         rate, h = tok["load"]["req_per_s"], tok["health"]["latency_ms"]["p99.9"]
         add("/tokenize of 300k characters vs vLLM's Rust frontend (~95/s, /health p99.9 30 ms)",
             "> 95/s and < 30 ms", f"{rate:.1f}/s, {_ms(h)}", rate > 95 and h < 30)
+    tools_target(results, add)
     peer_targets(results, add)
     return out
+
+
+def _tokens_cpu(p: dict[str, Any]) -> float | None:
+    """Server CPU ms per 1k streamed tokens of a streaming phase."""
+    per = _server_cpu_per(p, p["load"]["tokens_per_s"] * p["cpu_s"]["window_s"] / 1000)
+    return None if per is None else per * 1000
+
+
+def tools_target(results: dict[str, Any], add) -> None:
+    """Issue 8's target: the tool-calling streams' tokens/s within 10% of plain streaming (the
+    ``stream`` phase of the same run and configuration), and the same judged on server CPU per
+    1k tokens: a worker's hub runs at 100% under this load, so its tokens/s goes as the inverse
+    of that figure, which other load on the machine disturbs less than tokens/s (a gap's cause
+    shows there, and in the tokens per chunk: more chunks per token cost more)."""
+    for tools in _phases(results, TOOLS):
+        keys = {k: tools["settings"].get(k) for k in ("backend", "workers", "offload")}
+        plain = _find(results, STREAM, kind="greenfront", **keys)
+        if plain is None:
+            continue
+        ratio = _ratio(tools["load"]["tokens_per_s"], plain["load"]["tokens_per_s"])
+        measured = (f"{ratio:.1%} ({_num(tools['load']['tokens_per_s'])} vs "
+                    f"{_num(plain['load']['tokens_per_s'])} tokens/s; tokens/chunk "
+                    f"{tools['load']['tokens_per_event']:.1f} vs "
+                    f"{plain['load']['tokens_per_event']:.1f})")
+        if ratio < 0.9:
+            measured += f": missed by {0.9 - ratio:.1%}"
+        name = f"{tools['endpoint']}: streamed tool calls vs plain streaming (same configuration)"
+        add(f"{name}, tokens/s", "≥ 90%", measured, ratio >= 0.9)
+        cpu_t, cpu_p = _tokens_cpu(tools), _tokens_cpu(plain)
+        if cpu_t is not None and cpu_p is not None:
+            cost = _ratio(cpu_t, cpu_p)
+            add(f"{name}, server CPU per 1k tokens", "≤ 1.11× (tokens/s ≥ 90% when CPU-bound)",
+                f"{cost:.2f}× ({cpu_t:.1f} vs {cpu_p:.1f} ms)", cost <= 1 / 0.9)
 
 
 def _targets_table(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
-    out = ["### Targets (issues 4 and 11)", "", "| target | goal | measured | met |",
+    out = ["### Targets (issues 4, 8 and 11)", "", "| target | goal | measured | met |",
            "|---|---|---|---|"]
     for t in rows:
         met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]

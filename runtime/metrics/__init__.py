@@ -25,9 +25,11 @@ from handoff import HubInbox
 from runtime.metrics.engine_side import EngineStepRecorder
 from runtime.metrics.families import (ADMISSION_REASONS, CACHE_CONFIG_FAMILY, CACHE_INFO_FIELDS,
                                       CACHE_TIERS, ENGINE_LABELS, FINISHED_REASONS,
-                                      GREENFRONT_FAMILIES, HTTP_FAMILIES, PROMPT_SOURCES,
-                                      SLEEP_STATES, VLLM_FAMILIES, WAITING_REASONS)
+                                      GREENFRONT_FAMILIES, HTTP_FAMILIES, LORA_INFO_FAMILY,
+                                      PROMPT_SOURCES, SLEEP_STATES, VLLM_FAMILIES,
+                                      WAITING_REASONS)
 from runtime.metrics.local import Batch, write
+from runtime.metrics.lora_requests import LoraRequests
 from runtime.metrics.registry import Families
 from runtime.metrics.requests import FinishedRequestRecorder, finished_requests
 
@@ -131,7 +133,18 @@ class Metrics:
         _create_series(f, model, self._ranks)
         self.record_sleep_state(sleeping=False)
         self.finished = FinishedRequestRecorder(f, model, self._hub_batch)
-        self.engine = EngineStepRecorder(f, model, self.flush_interval, self._inbox.post)
+        self.engine = EngineStepRecorder(f, model, self.flush_interval, self._inbox.post,
+                                         self._lora_requests(registrations))
+
+    def _lora_requests(self, registrations: dict[int, Any]) -> Any:
+        """The maker of vllm:lora_requests_info's tracker, when an engine supports LoRA (vLLM
+        makes the family only with a lora_config; its label is lora_config.max_loras)."""
+        lora = [r for r in registrations.values() if getattr(r, "supports_lora", False)]
+        if not lora:
+            return None
+        self.families.add((LORA_INFO_FAMILY,), 0)
+        family, max_loras = self.families["vllm:lora_requests_info"], lora[0].max_loras
+        return lambda batch: LoraRequests(family, max_loras, batch)
 
     def stop(self) -> None:
         """HTTP hub, worker exiting: write what the hub has gathered."""

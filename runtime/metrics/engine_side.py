@@ -23,6 +23,7 @@ import gevent
 from engine.protocol import EngineCoreEventType
 from runtime.metrics.families import PROMPT_SOURCES, WAITING_REASONS
 from runtime.metrics.local import Batch, PerEngine
+from runtime.metrics.lora_requests import LoraRequests
 
 _QUEUED = int(EngineCoreEventType.QUEUED)
 _SCHEDULED = int(EngineCoreEventType.SCHEDULED)
@@ -64,10 +65,13 @@ class EngineStepRecorder:
     """The engine client's ``observer``: ``on_step`` for each step message of any engine."""
 
     def __init__(self, families: Any, model_name: str, flush_interval: float,
-                 to_hub: Callable[[list], None]) -> None:
+                 to_hub: Callable[[list], None],
+                 lora: Callable[[Batch], LoraRequests] | None = None) -> None:
         self._to_hub = to_hub
         self._interval = flush_interval
         self._batch = Batch()
+        #: vllm:lora_requests_info, when the engines support LoRA (``lora(batch)`` makes it).
+        self._lora = lora(self._batch) if lora is not None else None
         self._engines = PerEngine(lambda labels, batch: _Engine(families, labels, batch),
                                   model_name, self._batch)
         self._flusher: gevent.Greenlet | None = None
@@ -83,6 +87,8 @@ class EngineStepRecorder:
             self.latest_stats[outputs.engine_index] = stats
         if outputs.outputs:
             self._iteration(engine, outputs.timestamp, batch)
+        if stats is not None and self._lora is not None:
+            self._lora.on_stats()  # after the outputs, as vLLM updates its LoRA states first
 
     def _scheduler(self, engine: _Engine, stats: Any) -> None:
         engine.running.set(stats.num_running_reqs)
@@ -103,11 +109,13 @@ class EngineStepRecorder:
         """vLLM's IterationStats for one step message, then recorded."""
         now = time.time()
         generated = computed = total = local_hit = external = cached = preempted = 0
-        ttft, itl = engine.ttft, engine.itl
+        ttft, itl, lora = engine.ttft, engine.itl, self._lora
         for stream, output, _ in batch:
             timing = stream.timing
             if timing is None:
                 continue
+            if timing.lora_name is not None and lora is not None:
+                lora.on_output(timing.lora_name, stream, output)
             new = len(output.new_token_ids)
             generated += new
             timing.generated += new

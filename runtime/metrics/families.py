@@ -160,6 +160,15 @@ CACHE_CONFIG_FAMILY = Family("gauge", "vllm:cache_config_info",
                              "Information of the LLMEngine CacheConfig",
                              CACHE_INFO_FIELDS + ("engine",))
 
+#: Made only when an engine registered with LoRA support (vLLM: only with a lora_config). One
+#: series per combination of adapters with requests in flight, set to the time of each scheduler
+#: stats update; the latest-stamped series is the current one. vLLM's multiprocess mode is
+#: ``sum``, which adds the workers' timestamps of the same series (vLLM warns that the metric is
+#: wrong with several API servers); greenfront runs several workers by default, so the latest
+#: of them is kept instead, and the value stays a time.
+LORA_INFO_FAMILY = Family("gauge", "vllm:lora_requests_info", "Running stats on lora requests.",
+                          ("max_lora", "waiting_lora_adapters", "running_lora_adapters"))
+
 #: Handlers vLLM's instrumentator leaves out (probes and metadata), and greenfront's /ready.
 HTTP_EXCLUDED = frozenset({"/metrics", "/health", "/load", "/ping", "/version", "/server_info",
                            "/ready"})

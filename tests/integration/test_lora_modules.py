@@ -12,6 +12,7 @@ import json
 import requests
 
 from tests.integration.harness import GreenfrontServer, wait_for
+from tests.support.scrape import current_lora_info, lora_info, open_stream
 
 MODULES = [{"name": "sql", "path": "/adapters/sql"},
            {"name": "chatty", "path": "/adapters/chatty", "base_model_name": "base-x"}]
@@ -49,3 +50,35 @@ def test_a_module_the_engines_cannot_load_stops_the_server(model_dir, tmp_path):
         assert "--lora-modules sql=/adapters/sql did not load" in log and "--enable-lora" in log
     finally:
         srv.stop()
+
+
+def test_lora_requests_info_lists_the_adapters_with_requests_in_flight(make_server):
+    """vLLM 0.32's vllm:lora_requests_info: made only with LoRA support, one series per set of
+    adapters in flight (both labels alike, in first-seen order), stamped at each stats update."""
+    srv = make_server(sim_args="--output-mode echo --enable-lora --max-loras 3",
+                      env={"GREENFRONT_LORA_MODULES": json.dumps(MODULES)})
+    assert wait_for(lambda: {"sql", "chatty"} <= set(_models(srv.url)), timeout=60)
+    assert requests.post(srv.url + "/v1/completions", timeout=60, json={
+        "model": "tiny", "prompt": "hello", "max_tokens": 2}).status_code == 200
+    assert wait_for(lambda: current_lora_info(srv.url) == ("3", "", ""))
+    first = open_stream(srv.url, "sql", 3000)
+    assert wait_for(lambda: current_lora_info(srv.url) == ("3", "sql", "sql")), lora_info(srv.url)
+    second = open_stream(srv.url, "chatty", 3000)
+    assert wait_for(lambda: current_lora_info(srv.url) == ("3", "sql,chatty", "sql,chatty"))
+    first.close()  # the disconnect aborts it: the adapter leaves at the next stats update
+    assert wait_for(lambda: current_lora_info(srv.url) == ("3", "chatty", "chatty")), \
+        lora_info(srv.url)
+    second.close()
+    # No request left: the engine goes idle; a plain request brings the next stats update.
+    assert requests.post(srv.url + "/v1/completions", timeout=60, json={
+        "model": "tiny", "prompt": "hello", "max_tokens": 2}).status_code == 200
+    assert wait_for(lambda: current_lora_info(srv.url) == ("3", "", ""))
+
+
+def test_no_lora_requests_info_without_lora_support(make_server):
+    srv = make_server(sim_args="--output-mode echo")
+    assert requests.post(srv.url + "/v1/completions", timeout=60, json={
+        "model": "tiny", "prompt": "hello", "max_tokens": 2}).status_code == 200
+    metrics = lambda: requests.get(srv.url + "/metrics", timeout=10).text  # noqa: E731
+    assert wait_for(lambda: "vllm:num_requests_running{" in metrics())  # the stats are in
+    assert "vllm:lora_requests_info" not in metrics()
