@@ -45,6 +45,11 @@ class HubInbox(Generic[T]):
         self._watcher.send()
 
     def _drain(self) -> None:
+        self.drain_pending()
+
+    def drain_pending(self) -> bool:
+        """Owning hub only: hand what is queued now to the handler without waiting for the
+        watcher (which then finds nothing); True if there was something."""
         items = self._items
         batch = []
         pop = items.popleft
@@ -52,6 +57,7 @@ class HubInbox(Generic[T]):
             batch.append(pop())
         if batch:
             self._handler(batch)
+        return bool(batch)
 
     def close(self) -> None:
         self._watcher.stop()

@@ -197,7 +197,8 @@ def _headline(phase: dict[str, Any]) -> str:
     return f"{main}, /health p99.9 {health['p99.9']:.1f} ms, errors {errors}"
 
 
-def _parse(argv: list[str]) -> argparse.Namespace:
+def _parser() -> argparse.ArgumentParser:
+    """The command line's options."""
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     speed = p.add_mutually_exclusive_group()
     speed.add_argument("--quick", action="store_true",
@@ -243,6 +244,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                    help="model directory greenfront serves (and the tokenizer limit loads)")
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"),
                    help="results directory (a timestamped subdirectory is made)")
+    return p
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """The options, their comma-separated lists split and the mode's defaults filled in."""
+    p = _parser()
     args = p.parse_args(argv)
     args.mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     if args.scenarios is None:

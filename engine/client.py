@@ -137,7 +137,7 @@ class EngineClient:
             io_threads=self._io_threads, input_fd=input_fd, output_fd=output_fd,
             on_registration=self._on_registration, on_outputs=self._on_outputs,
             on_dead=self._on_dead, coordinator_address=self._coordinator_address,
-            on_coordinator=self._on_coordinator)
+            on_coordinator=self._on_coordinator, between_messages=thread.run_pending)
         if self._liveness.enabled:
             self._transport.spawn(self._watch_liveness)
 

@@ -70,6 +70,10 @@ class EngineThread:
         assert self._inbox is not None, "EngineThread.start() was not called"
         self._inbox.post(fn)
 
+    def run_pending(self) -> bool:
+        """This thread only: run the calls handed in so far, now (True if there were any)."""
+        return self._inbox is not None and self._inbox.drain_pending()
+
     def stop(self) -> None:
         """Thread-safe and non-blocking: ask the thread's hub to finish."""
         if self._inbox is not None and not self._stopping:

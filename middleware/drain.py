@@ -41,6 +41,18 @@ class CountedBody:
                 leave()
 
 
+def counted_call(app: Callable, environ: dict, start_response: Callable,
+                 leave: Callable[[], None]) -> Iterable[bytes]:
+    """Run ``app`` for a request that has entered a count; ``leave`` runs once, when the
+    response is closed, or at once if the app raises."""
+    try:
+        result = app(environ, start_response)
+    except BaseException:
+        leave()
+        raise
+    return CountedBody(result, leave)
+
+
 class DrainMiddleware:
     """Wraps the WSGI app: ``drain`` counts what runs and says when to refuse."""
 
@@ -55,12 +67,7 @@ class DrainMiddleware:
             start_response(status, headers + [("Connection", "close")])
             return [body]
         drain.enter()
-        try:
-            result = self._app(environ, start_response)
-        except BaseException:
-            drain.leave()
-            raise
-        return CountedBody(result, drain.leave)
+        return counted_call(self._app, environ, start_response, drain.leave)
 
     def __getattr__(self, name: str) -> Any:
         # gunicorn's hooks read ``state`` (and tests ``falcon_app``) from the WSGI callable.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from middleware.drain import CountedBody
+from middleware.drain import counted_call
 
 #: vLLM's load-aware routes that greenfront serves.
 TRACKED = frozenset({"/v1/completions", "/v1/chat/completions"})
@@ -29,12 +29,7 @@ class LoadTracking:
         if environ.get("REQUEST_METHOD") != "POST" or environ.get("PATH_INFO") not in TRACKED:
             return self._app(environ, start_response)
         self._state.tracked_requests += 1
-        try:
-            result = self._app(environ, start_response)
-        except BaseException:
-            self._leave()
-            raise
-        return CountedBody(result, self._leave)
+        return counted_call(self._app, environ, start_response, self._leave)
 
     def _leave(self) -> None:
         self._state.tracked_requests -= 1

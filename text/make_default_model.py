@@ -97,46 +97,7 @@ def build(out_dir: str, *, force: bool = False, markers: bool = False) -> str:
     os.makedirs(parent, exist_ok=True)
     work = tempfile.mkdtemp(prefix=".tmp-model-", dir=parent)
     try:
-        doc = tekken.convert_tekken(tekken.load_tekken(tekken_path()))
-        if markers:
-            add_markers(doc)
-        vocab = doc["model"]["vocab"]
-        vocab_size = len(vocab)
-        bos_id, eos_id = vocab["<s>"], vocab["</s>"]
-        # PERF: compact JSON keeps the 17 MB file quick to write and to load.
-        _write_json(work, "tokenizer.json", doc, indent=None)
-        _write_json(work, "tokenizer_config.json", {
-            "add_bos_token": True,
-            "add_eos_token": False,
-            "bos_token": "<s>",
-            "eos_token": "</s>",
-            "unk_token": "<unk>",
-            "pad_token": "<pad>",
-            "clean_up_tokenization_spaces": False,
-            "model_max_length": MAX_POSITION_EMBEDDINGS,
-            "tokenizer_class": "PreTrainedTokenizerFast",
-            "chat_template": marker_tokens.TOOL_CHAT_TEMPLATE if markers else CHAT_TEMPLATE,
-        })
-        _write_json(work, "generation_config.json", {
-            "bos_token_id": bos_id, "eos_token_id": eos_id, "do_sample": True, "temperature": 1.0,
-        })
-        _write_json(work, "config.json", {
-            "architectures": ["LlamaForCausalLM"],
-            "model_type": "llama",
-            "vocab_size": vocab_size,
-            "max_position_embeddings": MAX_POSITION_EMBEDDINGS,
-            "bos_token_id": bos_id,
-            "eos_token_id": eos_id,
-            "hidden_size": 128,
-            "intermediate_size": 256,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "num_key_value_heads": 1,
-            "head_dim": 64,
-            "rms_norm_eps": 1e-05,
-            "tie_word_embeddings": False,
-            "torch_dtype": "bfloat16",
-        })
+        _write_files(work, markers)
         open(os.path.join(work, COMPLETE_MARKER), "w").close()
         if os.path.exists(out_dir):
             shutil.rmtree(out_dir)
@@ -145,6 +106,51 @@ def build(out_dir: str, *, force: bool = False, markers: bool = False) -> str:
         shutil.rmtree(work, ignore_errors=True)
         raise
     return out_dir
+
+
+def _write_files(work: str, markers: bool) -> None:
+    """The model directory's files (tokenizer, its config, generation and model config) into
+    ``work``."""
+    doc = tekken.convert_tekken(tekken.load_tekken(tekken_path()))
+    if markers:
+        add_markers(doc)
+    vocab = doc["model"]["vocab"]
+    vocab_size = len(vocab)
+    bos_id, eos_id = vocab["<s>"], vocab["</s>"]
+    # PERF: compact JSON keeps the 17 MB file quick to write and to load.
+    _write_json(work, "tokenizer.json", doc, indent=None)
+    _write_json(work, "tokenizer_config.json", {
+        "add_bos_token": True,
+        "add_eos_token": False,
+        "bos_token": "<s>",
+        "eos_token": "</s>",
+        "unk_token": "<unk>",
+        "pad_token": "<pad>",
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": MAX_POSITION_EMBEDDINGS,
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "chat_template": marker_tokens.TOOL_CHAT_TEMPLATE if markers else CHAT_TEMPLATE,
+    })
+    _write_json(work, "generation_config.json", {
+        "bos_token_id": bos_id, "eos_token_id": eos_id, "do_sample": True, "temperature": 1.0,
+    })
+    _write_json(work, "config.json", {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "vocab_size": vocab_size,
+        "max_position_embeddings": MAX_POSITION_EMBEDDINGS,
+        "bos_token_id": bos_id,
+        "eos_token_id": eos_id,
+        "hidden_size": 128,
+        "intermediate_size": 256,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 64,
+        "rms_norm_eps": 1e-05,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+    })
 
 
 def main(argv: list[str]) -> int:

@@ -107,12 +107,12 @@ def _derive_merges(tokens: list[bytes]) -> list[tuple[int, int]]:
     return merges
 
 
-def convert_tekken(tekken: dict[str, Any]) -> dict[str, Any]:
-    """Build the `tokenizer.json` document (a plain dict) for a parsed Tekken file."""
-    config = tekken["config"]
-    specials = special_token_names(tekken)
+def _vocab_and_merges(tekken: dict[str, Any],
+                      specials: list[str]) -> tuple[dict[str, int], list[list[str]]]:
+    """The BPE vocabulary (the special tokens first, then the ranks, in the byte alphabet) and
+    the merges that rebuild each rank from two others."""
     num_special = len(specials)
-    vocab_size = int(config["default_vocab_size"])
+    vocab_size = int(tekken["config"]["default_vocab_size"])
     tokens = _rank_bytes(tekken, vocab_size - num_special)
 
     alphabet = byte_alphabet()
@@ -124,7 +124,14 @@ def convert_tekken(tekken: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"Tekken token of rank {rank} collides with {text!r}")
         vocab[text] = num_special + rank
     merges = [[as_text[a], as_text[b]] for a, b in _derive_merges(tokens)]
+    return vocab, merges
 
+
+def convert_tekken(tekken: dict[str, Any]) -> dict[str, Any]:
+    """Build the `tokenizer.json` document (a plain dict) for a parsed Tekken file."""
+    config = tekken["config"]
+    specials = special_token_names(tekken)
+    vocab, merges = _vocab_and_merges(tekken, specials)
     bos_id = vocab[BOS_TOKEN]
     added_tokens = [
         {"id": i, "content": name, "single_word": False, "lstrip": False, "rstrip": False,

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import os
 import platform
+from typing import Callable
 
 import falcon
 import msgspec
@@ -149,6 +150,17 @@ class IsSleepingResource(_Resource):
 
 
 # -- pause ---------------------------------------------------------------------------------------
+def _reply_or_failed(resp: falcon.Response, doing: str, answer: Callable[[], dict]) -> None:
+    """The pause routes' reply: ``answer()``, or vLLM's ``{"error": "Failed to <doing>: …"}``
+    with 500 when an engine call in it fails."""
+    try:
+        body = answer()
+    except ApiError as exc:
+        reply_json(resp, {"error": f"Failed to {doing}: {exc.message}"}, 500)
+        return
+    reply_json(resp, body)
+
+
 class PauseResource(_Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         q = Query(req)
@@ -156,35 +168,29 @@ class PauseResource(_Resource):
         clear_cache = q.get("clear_cache", v_bool(), True)
         q.check()
         client = self._client()
-        try:
+
+        def pause() -> dict:
             # mode=wait answers only once the running requests finished: no timeout.
             call_all(client, "pause_scheduler", [mode, clear_cache], timeout=NO_TIMEOUT)
-        except ApiError as exc:
-            reply_json(resp, {"error": f"Failed to pause generation: {exc.message}"}, 500)
-            return
-        reply_json(resp, {"status": "paused"})
+            return {"status": "paused"}
+        _reply_or_failed(resp, "pause generation", pause)
 
 
 class ResumeResource(_Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         client = self._client()
-        try:
+
+        def resume() -> dict:
             call_all(client, "resume_scheduler")
-        except ApiError as exc:
-            reply_json(resp, {"error": f"Failed to resume generation: {exc.message}"}, 500)
-            return
-        reply_json(resp, {"status": "resumed"})
+            return {"status": "resumed"}
+        _reply_or_failed(resp, "resume generation", resume)
 
 
 class IsPausedResource(_Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         client = self._client()
-        try:
-            paused = consensus(client, "is_scheduler_paused")
-        except ApiError as exc:
-            reply_json(resp, {"error": f"Failed to fetch pause status: {exc.message}"}, 500)
-            return
-        reply_json(resp, {"is_paused": paused})
+        _reply_or_failed(resp, "fetch pause status",
+                         lambda: {"is_paused": consensus(client, "is_scheduler_paused")})
 
 
 # -- RPC and weights -------------------------------------------------------------------------------

@@ -177,6 +177,22 @@ def check_like_vllm(sp: SamplingValues, n: int, ctx: ServingContext) -> None:
                              "set the VLLM_MAX_N_SEQUENCES environment variable.")
     if sp.extra_args:
         _check_extra_args(sp.extra_args)
+    _check_sampling_knobs(sp)
+    _check_lengths(sp)
+    if any(not s for s in sp.stop):
+        raise InvalidRequest("stop cannot contain an empty string.")
+    if sp.stop and not sp.detokenize:
+        raise InvalidRequest("stop strings are only supported when detokenize is True. "
+                             "Set detokenize=True to use stop.")
+    if any(not w for w in sp.bad_words):
+        raise InvalidRequest(f"bad_words cannot contain an empty string. Got bad_words="
+                             f"{sp.bad_words}")
+    if sp.temperature < _SAMPLING_EPS and n > 1:
+        raise InvalidRequest(f"n must be 1 when using greedy sampling, got {n}.")
+
+
+def _check_sampling_knobs(sp: SamplingValues) -> None:
+    """check_like_vllm's penalties, temperature, top_p, top_k and min_p, in vLLM's order."""
     for name in ("presence_penalty", "frequency_penalty"):
         if not -2.0 <= getattr(sp, name) <= 2.0:
             raise InvalidRequest(f"{name} must be in [-2, 2], got {getattr(sp, name)}.")
@@ -198,6 +214,11 @@ def check_like_vllm(sp: SamplingValues, n: int, ctx: ServingContext) -> None:
         raise InvalidRequest(f"top_k must be 0 (disable), or at least 1, got {sp.top_k}.")
     if not 0.0 <= sp.min_p <= 1.0:
         raise InvalidRequest(f"min_p must be in [0, 1], got {sp.min_p}.")
+
+
+def _check_lengths(sp: SamplingValues) -> None:
+    """check_like_vllm's token counts: max_tokens, min_tokens, stream_interval and the logprob
+    counts, in vLLM's order."""
     mt = sp.max_tokens
     if mt is not None and mt < 1:
         raise InvalidRequest(f"max_tokens must be at least 1, got {mt}.", param="max_tokens",
@@ -217,16 +238,6 @@ def check_like_vllm(sp: SamplingValues, n: int, ctx: ServingContext) -> None:
         if value is not None and value != -1 and value < 0:
             raise InvalidRequest(f"{name} must be non-negative or -1, got {value}.", param=name,
                                  value=value, show_value=True)
-    if any(not s for s in sp.stop):
-        raise InvalidRequest("stop cannot contain an empty string.")
-    if sp.stop and not sp.detokenize:
-        raise InvalidRequest("stop strings are only supported when detokenize is True. "
-                             "Set detokenize=True to use stop.")
-    if any(not w for w in sp.bad_words):
-        raise InvalidRequest(f"bad_words cannot contain an empty string. Got bad_words="
-                             f"{sp.bad_words}")
-    if t < _SAMPLING_EPS and n > 1:
-        raise InvalidRequest(f"n must be 1 when using greedy sampling, got {n}.")
 
 
 def _check_extra_args(extra_args: Any) -> None:

@@ -226,55 +226,67 @@ def test_lora_load_and_unload(lora_server):
     assert wait_for(lambda: re.search(r"UTILITY add_lora\(\['one', 3, ", lora_server.log()))
 
 
-def test_requests_naming_a_lora_adapter(lora_server):
-    """model=<adapter>: accepted by every generation and tokenizer route on both workers, the
-    adapter's name in every body and chunk, its LoRARequest in every ADD; 404 after unload."""
-    url = lora_server.url
+def _load_sql_adapter(lora_server) -> int:
+    """Load the adapter ``sql`` at runtime; the LoRA id the engine's add_lora got."""
     path = os.path.join(lora_server.allowed, "sql")
     os.makedirs(path, exist_ok=True)
-    r = requests.post(url + "/v1/load_lora_adapter", timeout=10,
+    r = requests.post(lora_server.url + "/v1/load_lora_adapter", timeout=10,
                       json={"lora_name": "sql", "lora_path": path})
     assert r.status_code == 200, r.text
     added = re.compile(r"UTILITY add_lora\(\['sql', (\d+), ")
     assert wait_for(lambda: added.search(lora_server.log())), lora_server.log()
-    lora_id = int(added.search(lora_server.log()).group(1))
+    return int(added.search(lora_server.log()).group(1))
+
+
+def _ask_every_route_for_sql(url: str, client: openai.OpenAI) -> list[str]:
+    """model=sql on every generation and tokenizer route (twice: two workers), each answer
+    naming the adapter; the external ids of the engine requests that must carry it."""
+    sent = []
+    for i in range(2):  # two workers: each must see the adapter another one loaded
+        rid = f"lora-{i}"
+        out = client.completions.create(model="sql", prompt="The capital of France is",
+                                        max_tokens=3, temperature=0,
+                                        extra_headers={"X-Request-Id": f"c{rid}"})
+        assert out.model == "sql" and out.choices[0].text == "The capital of"
+        chat = client.chat.completions.create(model="sql", max_tokens=2, messages=[
+            {"role": "user", "content": "Hi"}], extra_headers={"X-Request-Id": f"h{rid}"})
+        assert chat.model == "sql" and chat.choices[0].finish_reason == "length"
+        chunks = list(client.chat.completions.create(
+            model="sql", max_tokens=2, stream=True, messages=[{"role": "user",
+                                                               "content": "Hi"}],
+            extra_headers={"X-Request-Id": f"s{rid}"}))
+        assert chunks and {c.model for c in chunks} == {"sql"}
+        sent += [f"cmpl-c{rid}-0", f"chatcmpl-h{rid}", f"chatcmpl-s{rid}"]
+    # A streamed completion through raw HTTP: every SSE chunk names the adapter.
+    r = requests.post(url + "/v1/completions", timeout=10, stream=True,
+                      headers={"X-Request-Id": "raw"},
+                      json={"model": "sql", "prompt": "Hello", "max_tokens": 2,
+                            "stream": True})
+    events = [line for line in r.iter_lines() if line.startswith(b"data: {")]
+    assert r.status_code == 200 and events
+    assert all(b'"model":"sql"' in e for e in events), events
+    sent.append("cmpl-raw-0")
+    r = requests.post(url + "/inference/v1/generate", timeout=10,
+                      headers={"X-Request-Id": "gen"},
+                      json={"model": "sql", "token_ids": [1, 22177],
+                            "sampling_params": {"max_tokens": 2}})
+    assert r.status_code == 200 and r.json()["model"] == "sql", r.text
+    sent.append("generate-tokens-gen")
+    for route, body in (("/tokenize", {"prompt": "Hello world"}),
+                        ("/detokenize", {"tokens": [22177]})):
+        assert requests.post(url + route, json={"model": "sql", **body},
+                             timeout=10).status_code == 200
+    return sent
+
+
+def test_requests_naming_a_lora_adapter(lora_server):
+    """model=<adapter>: accepted by every generation and tokenizer route on both workers, the
+    adapter's name in every body and chunk, its LoRARequest in every ADD; 404 after unload."""
+    url = lora_server.url
+    lora_id = _load_sql_adapter(lora_server)
     client = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
     try:
-        sent = []  # external request ids of the engine requests that must carry the adapter
-        for i in range(2):  # two workers: each must see the adapter another one loaded
-            rid = f"lora-{i}"
-            out = client.completions.create(model="sql", prompt="The capital of France is",
-                                            max_tokens=3, temperature=0,
-                                            extra_headers={"X-Request-Id": f"c{rid}"})
-            assert out.model == "sql" and out.choices[0].text == "The capital of"
-            chat = client.chat.completions.create(model="sql", max_tokens=2, messages=[
-                {"role": "user", "content": "Hi"}], extra_headers={"X-Request-Id": f"h{rid}"})
-            assert chat.model == "sql" and chat.choices[0].finish_reason == "length"
-            chunks = list(client.chat.completions.create(
-                model="sql", max_tokens=2, stream=True, messages=[{"role": "user",
-                                                                   "content": "Hi"}],
-                extra_headers={"X-Request-Id": f"s{rid}"}))
-            assert chunks and {c.model for c in chunks} == {"sql"}
-            sent += [f"cmpl-c{rid}-0", f"chatcmpl-h{rid}", f"chatcmpl-s{rid}"]
-        # A streamed completion through raw HTTP: every SSE chunk names the adapter.
-        r = requests.post(url + "/v1/completions", timeout=10, stream=True,
-                          headers={"X-Request-Id": "raw"},
-                          json={"model": "sql", "prompt": "Hello", "max_tokens": 2,
-                                "stream": True})
-        events = [line for line in r.iter_lines() if line.startswith(b"data: {")]
-        assert r.status_code == 200 and events
-        assert all(b'"model":"sql"' in e for e in events), events
-        sent.append("cmpl-raw-0")
-        r = requests.post(url + "/inference/v1/generate", timeout=10,
-                          headers={"X-Request-Id": "gen"},
-                          json={"model": "sql", "token_ids": [1, 22177],
-                                "sampling_params": {"max_tokens": 2}})
-        assert r.status_code == 200 and r.json()["model"] == "sql", r.text
-        sent.append("generate-tokens-gen")
-        for route, body in (("/tokenize", {"prompt": "Hello world"}),
-                            ("/detokenize", {"tokens": [22177]})):
-            assert requests.post(url + route, json={"model": "sql", **body},
-                                 timeout=10).status_code == 200
+        sent = _ask_every_route_for_sql(url, client)
         base = client.completions.create(model="tiny", prompt="Hi", max_tokens=1,
                                          extra_headers={"X-Request-Id": "base"})
         assert base.model == "tiny"

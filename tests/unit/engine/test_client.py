@@ -122,3 +122,56 @@ def test_a_rank_out_of_range_is_a_400(client_and_engine):
     with pytest.raises(InvalidRequest) as raised:
         client.submit(_request("r-4"), Waker(), rank=3)
     assert raised.value.status == 400
+
+
+class _BlockingObserver:
+    """Holds the engine-I/O thread in its first ``on_step`` until ``release``; then records,
+    for every step message, how many requests the client had registered."""
+
+    def __init__(self, client_ref: list) -> None:
+        from gevent import monkey
+        self._client = client_ref
+        self.entered = monkey.get_original("threading", "Event")()
+        self.release = monkey.get_original("threading", "Event")()
+        self.in_flight: list[int] = []
+
+    def on_step(self, outputs, batch) -> None:
+        if not self.entered.is_set():
+            self.entered.set()
+            self.release.wait(30)  # natively: the engine-I/O thread's hub stands still
+        self.in_flight.append(self._client[0].in_flight)
+
+
+def test_a_new_request_reaches_the_engine_before_a_backlog_of_outputs_is_drained(tmp_path):
+    """Under streaming saturation the output socket has a backlog; an ADD handed over meanwhile
+    must not wait until the whole backlog is demultiplexed (TTFT)."""
+    inputs, outputs = f"ipc://{tmp_path}/in", f"ipc://{tmp_path}/out"
+    ref: list = []
+    observer = _BlockingObserver(ref)
+    client = EngineClient(input_address=inputs, output_address=outputs, client_index=0,
+                          max_model_len_cap=2048, observer=observer)
+    ref.append(client)
+    client.start()
+    engine = FakeEngine(inputs, outputs)
+    try:
+        _ready(client, engine)
+        client.submit(_request("long"), Waker())
+        engine.receive()
+        backlog = 40
+        for _ in range(backlog + 1):
+            engine.send(EngineCoreOutputs(outputs=[EngineCoreOutput("long", [7])]))
+        assert _wait(observer.entered.is_set)
+        # The backlog reaches the client's socket while its engine-I/O thread is held (ZMQ's own
+        # I/O thread delivers it). Time only makes the case sharper: messages still on their
+        # way could only let the ADD through earlier, so a slow machine cannot fail this test.
+        gevent.sleep(0.5)
+        client.submit(_request("new"), Waker())
+        observer.release.set()
+        assert _wait(lambda: len(observer.in_flight) == backlog + 1)
+        assert 2 in observer.in_flight[:backlog // 2], observer.in_flight
+        kind, added = engine.receive()
+        assert kind == RequestType.ADD and added.request_id == "new"
+    finally:
+        observer.release.set()
+        engine.close()
+        client.stop()
