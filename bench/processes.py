@@ -9,6 +9,7 @@ Runs on: the benchmark orchestrator or the test process.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -18,11 +19,37 @@ import urllib.request
 from collections.abc import Callable
 
 
+def free_port_block(count: int) -> int:
+    """The first of ``count`` consecutive TCP ports on 127.0.0.1 that nothing holds now.
+
+    Drawn below Linux's ephemeral range (32768-60999 by default): a port from that range (what
+    binding port 0 gives) can be taken before its server binds it, by any outgoing connection's
+    source port, and even by a ZMQ peer that keeps connecting to it: a TCP connect to a port on
+    the same address with nothing listening can open onto itself. ``make interop`` saw vLLM's
+    frontend fail with "Address already in use" on its RPC port, which the simulator was
+    already dialling.
+    """
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(20000, 32000 - count)
+        held = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket()
+                held.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in held:
+                s.close()
+    raise RuntimeError(f"no {count} consecutive free ports")
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing holds now (see ``free_port_block``)."""
+    return free_port_block(1)
 
 
 def health_status(url: str, timeout: float = 2.0) -> int | None:

@@ -7,40 +7,16 @@ group on teardown.
 from __future__ import annotations
 
 import os
-import random
-import socket
 import subprocess
 import sys
 import tempfile
 
 from bench.deploy import cmdline, process_children
-from bench.processes import free_port, reap
+from bench.processes import free_port, free_port_block, reap
 from bench.processes import wait_healthy as wait_until_healthy
 from tests.support.waiting import wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def free_port_block(count: int) -> int:
-    """The first of ``count`` consecutive free ports (a TCP handshake port and the worker ports
-    after it). Drawn below Linux's ephemeral range, so that the client sockets other tests open
-    meanwhile cannot take them."""
-    rng = random.Random()
-    for _ in range(200):
-        base = rng.randrange(20000, 32000 - count)
-        held = []
-        try:
-            for port in range(base, base + count):
-                s = socket.socket()
-                held.append(s)
-                s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in held:
-                s.close()
-    raise RuntimeError(f"no {count} consecutive free ports")
 
 
 def children_of(pid: int) -> list[tuple[int, str]]:
