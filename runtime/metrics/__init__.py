@@ -139,7 +139,7 @@ class Metrics:
     def _lora_requests(self, registrations: dict[int, Any]) -> Any:
         """The maker of vllm:lora_requests_info's tracker, when an engine supports LoRA (vLLM
         makes the family only with a lora_config; its label is lora_config.max_loras)."""
-        lora = [r for r in registrations.values() if getattr(r, "supports_lora", False)]
+        lora = [r for r in registrations.values() if r.supports_lora]
         if not lora:
             return None
         self.families.add((LORA_INFO_FAMILY,), 0)

@@ -31,8 +31,10 @@ _TRACKED = frozenset(int(e) for e in (EngineCoreEventType.QUEUED, EngineCoreEven
 
 class LoraRequests:
     """Per adapter name, its requests in flight (their ``RequestStream``s), and the gauge.
-    Waiting and running need no separate sets: both labels list the same adapters. An aborted or failed stream is known by its ``finished`` flag, which the HTTP hub
-    sets (one attribute store; this thread only reads it)."""
+
+    Waiting and running need no separate sets: both labels list the same adapters. An aborted
+    or failed stream is known by its ``finished`` flag, which the HTTP hub sets (one attribute
+    store; this thread only reads it)."""
 
     def __init__(self, family: Any, max_loras: int, batch: Batch) -> None:
         self._family = family

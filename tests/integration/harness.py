@@ -12,7 +12,7 @@ import sys
 import tempfile
 
 from bench.deploy import cmdline, process_children
-from bench.processes import free_port, free_port_block, reap
+from bench.processes import free_port, reap
 from bench.processes import wait_healthy as wait_until_healthy
 from tests.support.waiting import wait_for
 

@@ -9,7 +9,8 @@ import threading
 import openai
 import requests
 
-from tests.integration.harness import ROOT, GreenfrontServer, free_port_block, wait_for
+from bench.processes import free_port_block
+from tests.integration.harness import ROOT, GreenfrontServer, wait_for
 
 
 def test_offload_off_serves_the_same_api(make_server):

@@ -5,7 +5,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -13,21 +12,9 @@ import time
 
 import requests
 
-from tests.integration.harness import ROOT, GreenfrontServer, free_port_block, wait_for
-
-
-def _stream_request(server, body: dict) -> socket.socket:
-    """Open a raw streamed completion and read until the first SSE event has arrived."""
-    payload = json.dumps(body).encode()
-    sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
-    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
-    received = b""
-    while b"data: " not in received:
-        chunk = sock.recv(65536)
-        assert chunk, received
-        received += chunk
-    return sock
+from bench.processes import free_port_block
+from tests.integration.harness import ROOT, GreenfrontServer, wait_for
+from tests.support.raw_http import open_stream
 
 
 def test_health_answers_while_a_huge_tokenize_is_worked_on(make_server):
@@ -58,8 +45,8 @@ def test_health_answers_while_a_huge_tokenize_is_worked_on(make_server):
 
 def test_client_disconnect_aborts_the_engine_request(make_server):
     srv = make_server(sim_args="--output-mode random --itl-ms 20 --verbose")
-    sock = _stream_request(srv, {"prompt": "Hello", "max_tokens": 4000, "stream": True,
-                                 "ignore_eos": True})
+    sock = open_stream(srv.url, {"prompt": "Hello", "max_tokens": 4000, "stream": True,
+                                 "ignore_eos": True}, timeout=30)
     assert requests.get(srv.url + "/load", timeout=10).json()["server_load"] == 1
     sock.close()
     assert wait_for(lambda: requests.get(srv.url + "/load", timeout=10).json()
@@ -72,8 +59,8 @@ def test_client_disconnect_aborts_the_engine_request(make_server):
 
 def test_killed_engine_ends_the_stream_with_an_error_and_health_turns_503(make_server):
     srv = make_server(sim_args="--output-mode random --itl-ms 20")
-    sock = _stream_request(srv, {"prompt": "Hello", "max_tokens": 4000, "stream": True,
-                                 "ignore_eos": True})
+    sock = open_stream(srv.url, {"prompt": "Hello", "max_tokens": 4000, "stream": True,
+                                 "ignore_eos": True}, timeout=30)
     for pid in srv.engine_pids():
         os.kill(pid, signal.SIGKILL)
     sock.settimeout(30)

@@ -12,10 +12,16 @@ import json
 import requests
 
 from tests.integration.harness import GreenfrontServer, wait_for
-from tests.support.scrape import current_lora_info, lora_info, open_stream
+from tests.support.raw_http import open_stream
+from tests.support.scrape import current_lora_info, lora_info
 
 MODULES = [{"name": "sql", "path": "/adapters/sql"},
            {"name": "chatty", "path": "/adapters/chatty", "base_model_name": "base-x"}]
+
+
+def _long_stream(model: str) -> dict:
+    return {"model": model, "prompt": "hello", "max_tokens": 3000, "ignore_eos": True,
+            "stream": True}
 
 
 def _models(url: str) -> dict:
@@ -61,9 +67,9 @@ def test_lora_requests_info_lists_the_adapters_with_requests_in_flight(make_serv
     assert requests.post(srv.url + "/v1/completions", timeout=60, json={
         "model": "tiny", "prompt": "hello", "max_tokens": 2}).status_code == 200
     assert wait_for(lambda: current_lora_info(srv.url) == ("3", "", ""))
-    first = open_stream(srv.url, "sql", 3000)
+    first = open_stream(srv.url, _long_stream("sql"))
     assert wait_for(lambda: current_lora_info(srv.url) == ("3", "sql", "sql")), lora_info(srv.url)
-    second = open_stream(srv.url, "chatty", 3000)
+    second = open_stream(srv.url, _long_stream("chatty"))
     assert wait_for(lambda: current_lora_info(srv.url) == ("3", "sql,chatty", "sql,chatty"))
     first.close()  # the disconnect aborts it: the adapter leaves at the next stats update
     assert wait_for(lambda: current_lora_info(srv.url) == ("3", "chatty", "chatty")), \

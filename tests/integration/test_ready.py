@@ -7,7 +7,8 @@ import threading
 
 import requests
 
-from tests.integration.harness import ROOT, free_port_block, wait_for
+from bench.processes import free_port_block
+from tests.integration.harness import ROOT, wait_for
 
 
 def _ready(srv) -> tuple[int, str]:

@@ -7,7 +7,8 @@ import os
 import openai
 import pytest
 
-from tests.integration.harness import GreenfrontServer, free_port_block
+from bench.processes import free_port_block
+from tests.integration.harness import GreenfrontServer
 from tests.interop.peers import MODEL, SERVE_ARGS, VllmProcess, requires_peers
 
 pytestmark = requires_peers

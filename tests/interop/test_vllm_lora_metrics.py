@@ -8,12 +8,18 @@ import requests
 
 from tests.integration.harness import GreenfrontServer, wait_for
 from tests.interop.peers import requires_peers, vllm_frontend_on_simulator
-from tests.support.scrape import current_lora_info, lora_info, open_stream
+from tests.support.raw_http import open_stream
+from tests.support.scrape import current_lora_info, lora_info
 
 pytestmark = requires_peers
 
 SIM_LORA = ["--output-mode", "echo", "--enable-lora", "--max-loras", "3"]
 MODULES = {"sql": "/adapters/sql", "chatty": "/adapters/chatty"}
+
+
+def _long_stream(model: str) -> dict:
+    return {"model": model, "prompt": "hello", "max_tokens": 1500, "ignore_eos": True,
+            "stream": True}
 
 
 def _walk(url: str) -> list:
@@ -26,9 +32,9 @@ def _walk(url: str) -> list:
     assert requests.post(url + "/v1/completions", timeout=60, json={
         "model": "tiny", "prompt": "hello", "max_tokens": 2}).status_code == 200
     settle(("3", "", ""))
-    first = open_stream(url, "sql", 1500)
+    first = open_stream(url, _long_stream("sql"))
     settle(("3", "sql", "sql"))
-    second = open_stream(url, "chatty", 1500)
+    second = open_stream(url, _long_stream("chatty"))
     settle(("3", "sql,chatty", "sql,chatty"))
     first.close()
     settle(("3", "chatty", "chatty"))

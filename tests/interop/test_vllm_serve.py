@@ -6,9 +6,7 @@ request in the real engine, and SIGTERM to ``vllm serve`` ends everything with e
 """
 from __future__ import annotations
 
-import json
 import re
-import socket
 import time
 
 import openai
@@ -19,6 +17,7 @@ from bench.deploy import alive
 from tests.interop.peers import (WORKER_COUNTS, descendants, requires_peers,
                                  serve_with_greenfront, serve_with_python_frontend)
 from tests.support.normalize import normalized
+from tests.support.raw_http import open_stream
 
 pytestmark = requires_peers
 
@@ -106,14 +105,8 @@ def _running(stack) -> float:
 
 def test_client_disconnect_aborts_the_request_in_the_real_engine(stacks):
     ours, _ = stacks
-    payload = json.dumps({"model": "tiny", "prompt": "Hello", "max_tokens": 1800,
-                          "ignore_eos": True, "stream": True}).encode()
-    sock = socket.create_connection(("127.0.0.1", ours.port), timeout=60)
-    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
-    received = b""
-    while received.count(b"data: ") < 2:
-        received += sock.recv(65536)
+    sock = open_stream(ours.url, {"model": "tiny", "prompt": "Hello", "max_tokens": 1800,
+                                  "ignore_eos": True, "stream": True}, events=2)
     deadline = time.time() + 30
     while _running(ours) != 1.0:  # the engine reports the request in its batch
         assert time.time() < deadline, requests.get(ours.url + "/metrics", timeout=10).text
