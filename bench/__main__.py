@@ -52,6 +52,7 @@ from bench.deploy import (
     parse_cpus,
 )
 from bench.scenarios import (FULL, QUICK, SMOKE, TOOLS_ENV, TOOLS_SCENARIO, SimProfile, run_limit,
+                             tools_sim_args,
                              run_phase)
 
 SCENARIOS = ("long", "tokenize", "stream", TOOLS_SCENARIO, "limit")
@@ -65,6 +66,14 @@ class Step:
     scenarios: list[str]
     open: Any  # () -> context manager yielding an Endpoint
     settings: dict = field(default_factory=dict)
+    #: the tool-calling step: a plain deployment of the same configuration, open beside it, and
+    #: how many rounds of (plain ``stream``, then the step's own scenario) alternate
+    partner: Any = None
+    rounds: int = 1
+
+    @property
+    def phases(self) -> int:
+        return len(self.scenarios) * self.rounds * (2 if self.partner is not None else 1)
 
 
 def _gf_label(backend: str, offload: bool, workers: int) -> str:
@@ -140,21 +149,27 @@ def _matrix(args: argparse.Namespace, mk) -> list[Step]:
                 if scen:
                     steps.append(mk(backend, offload, workers, scen))
                 if default and workers == 1 and TOOLS_SCENARIO in wanted:
-                    steps.append(mk(backend, offload, workers, [TOOLS_SCENARIO], tools=True))
+                    step = mk(backend, offload, workers, [TOOLS_SCENARIO], tools=True)
+                    step.partner = mk(backend, offload, workers, ["stream"], paired=True).open
+                    step.rounds = args.tools_rounds
+                    steps.append(step)
     return steps
 
 
 def _plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int],
           sim: SimProfile, log_dir: str) -> list[Step]:
     def mk(backend: str, offload: bool, workers: int, scen: list[str], reference: bool = False,
-           tools: bool = False):
+           tools: bool = False, paired: bool = False):
         label = "greenfront" if reference else _gf_label(backend, offload, workers)
         if tools:  # its own deployment: the marker-token model and the hermes parser
             label += " hermes tools"
+        if paired:  # the plain deployment the tool-calling phases alternate with
+            label += " paired"
 
         def open_() -> GreenfrontDeployment:
             return GreenfrontDeployment(label, workers=workers, offload=offload, backend=backend,
-                                        sim_args=sim.args, server_cpus=server_cpus,
+                                        sim_args=tools_sim_args(sim) if tools else sim.args,
+                                        server_cpus=server_cpus,
                                         client_cpus=client_cpus, log_dir=log_dir,
                                         model_dir=MARKER_MODEL_DIR if tools else args.model_dir,
                                         reference=reference,
@@ -185,6 +200,24 @@ def _plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int]
             yield external_endpoint(label, url, health, pid)
         steps.append(Step(label, scen, open_))
     return steps
+
+
+def _schedule(step: Step, endpoint: Any, partner: Any) -> Iterator[tuple[int | None, Any, str]]:
+    """(round or None, endpoint, scenario) in the order a step runs them. With a partner, each
+    round runs the partner's plain ``stream`` and then the step's scenario, back to back.
+
+    PERF (measurement): this machine's speed drifts by up to 2x within a minute (the same
+    pure-Python loop took 0.36-0.72 s in twelve runs 4 s apart), so one plain phase and one
+    tool-calling phase minutes apart gave 79-113% for the same code; alternating them and
+    judging the median round keeps the drift out of the ratio."""
+    if partner is None:
+        for scenario in step.scenarios:
+            yield None, endpoint, scenario
+        return
+    for round_ in range(1, step.rounds + 1):
+        yield round_, partner, "stream"
+        for scenario in step.scenarios:
+            yield round_, endpoint, scenario
 
 
 def _headline(phase: dict[str, Any]) -> str:
@@ -240,6 +273,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="CPUs of the server under test (taskset syntax; default: all)")
     p.add_argument("--client-cpus", default=str((os.cpu_count() or 1) - 1),
                    help="CPUs of the simulator, load generator and prober (default: the last)")
+    p.add_argument("--tools-rounds", type=int, default=None, metavar="N",
+                   help="rounds of plain and tool-calling streams, alternated (default: 3; "
+                        "--quick 2, --smoke 1)")
     p.add_argument("--model-dir", default=DEFAULT_MODEL_DIR,
                    help="model directory greenfront serves (and the tokenizer limit loads)")
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"),
@@ -252,6 +288,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p = _parser()
     args = p.parse_args(argv)
     args.mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    if args.tools_rounds is None:
+        args.tools_rounds = {"full": 3, "quick": 2, "smoke": 1}[args.mode]
+    if args.tools_rounds < 1:
+        p.error("--tools-rounds must be at least 1")
     if args.scenarios is None:
         args.scenarios = ",".join(s for s in SCENARIOS
                                   if not (args.smoke and s == TOOLS_SCENARIO))
@@ -341,7 +381,7 @@ def main(argv: list[str]) -> int:
     os.makedirs(work, exist_ok=True)
     steps = _plan(args, server_cpus, client_cpus, sim, work)
     limits = _limits(args)
-    total = sum(len(s.scenarios) for s in steps) + len(limits)
+    total = sum(s.phases for s in steps) + len(limits)
     results: dict[str, Any] = {"meta": _meta(args, argv, stamp, sim), "phases": [],
                                "limits": []}
     started = time.monotonic()
@@ -353,15 +393,21 @@ def main(argv: list[str]) -> int:
 
     for step in steps:
         try:
-            with step.open() as endpoint:
-                for scenario in step.scenarios:
+            with contextlib.ExitStack() as stack:
+                endpoint = stack.enter_context(step.open())
+                partner = None if step.partner is None else stack.enter_context(step.partner())
+                for round_, ep, scenario in _schedule(step, endpoint, partner):
                     n += 1
-                    phase = run_phase(endpoint, scenario, timing, sim, client_cpus, work)
+                    phase = run_phase(ep, scenario, timing, sim, client_cpus, work)
+                    if round_ is not None:
+                        phase["round"] = round_
+                        phase["endpoint"] = f"{ep.label} #{round_}"
+                        phase["settings"] = dict(phase["settings"], paired=ep is partner)
                     results["phases"].append(phase)
-                    progress(f"{step.label} / {scenario}: {_headline(phase)}")
+                    progress(f"{phase['endpoint']} / {scenario}: {_headline(phase)}")
         except RuntimeError as exc:
             # One failing deployment (e.g. a peer that will not start) must not lose the rest.
-            n += len(step.scenarios)
+            n += step.phases
             progress(f"{step.label}: FAILED: {str(exc)[:500]}")
             results.setdefault("failures", []).append({"step": step.label, "error": str(exc)})
     for backend, threads in limits:

@@ -310,11 +310,10 @@ class _StreamRun(_Load):
             "temperature": 0, "ignore_eos": True, "stream": True,
             "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
         if cfg.get("tools"):
-            # The simulator answers with the scripted tool calls (repeated up to max_tokens),
-            # which the server's tool parser turns into delta.tool_calls.
+            # The simulator answers with the scripted tool calls (repeated up to max_tokens,
+            # its --script-tokens), which the server's tool parser turns into delta.tool_calls.
             request.update(messages=[{"role": "user", "content": short_prompt(
-                self.index, cfg["seed"])}], tools=cfg["tools"],
-                vllm_xargs={"sim_tokens": cfg["sim_tokens"]})
+                self.index, cfg["seed"])}], tools=cfg["tools"])
             path = "/v1/chat/completions"
         else:
             request["prompt"] = short_prompt(self.index, cfg["seed"])

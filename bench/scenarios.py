@@ -11,8 +11,9 @@ Scenarios:
   ``tokenize``  the same prompts to /tokenize (vLLM's Rust frontend's published figure is for it)
   ``stream``    1,024 streams of short prompts, 64-256 tokens each, simulator at 50 ms TTFT and
                 20 ms inter-token latency (a realistic decode speed)
-  ``stream-tools`` the same streams as chats with tools, the simulator scripted to answer with
-                hermes tool calls (``TOOL_CALL_TEXT`` repeated), the server with
+  ``stream-tools`` the same streams as chats with tools, the simulator scripted (its
+                ``--script-tokens``) to answer with hermes tool calls (``TOOL_CALL_TEXT``
+                repeated), the server with
                 ``--enable-auto-tool-choice --tool-call-parser hermes``: every token goes through
                 the tool parser
   ``limit``     the tokenizer alone (``bench.tokenizer_limit``)
@@ -59,11 +60,19 @@ TOOL_CALL_TEXT = ('<tool_call>\n{"name": "search_flights", "arguments": {"origin
                   "</tool_call>\n")
 
 
-def tool_call_ids(model_dir: str) -> list[int]:
+def tool_call_ids(model_dir: str = MARKER_MODEL_DIR) -> list[int]:
     """The scripted answer of the tool-calling streams, as the model's token ids."""
     from engine.sim.script import script_ids
     from text.tokenizer import Tokenizer
     return script_ids(Tokenizer.load(model_dir, backend="hf"), TOOL_CALL_TEXT)
+
+
+def tools_sim_args(sim: "SimProfile") -> str:
+    """The tool-calling deployment's simulator: every request is answered with the scripted
+    tool calls (``--script-tokens``), so the requests carry nothing a real agent's would not.
+    PERF: as ``vllm_xargs.sim_tokens`` the 53 ids were parsed, validated and encoded again in
+    every request, work that a plain stream never did (part of the gap judged here)."""
+    return f"{sim.args} --script-tokens {','.join(map(str, tool_call_ids()))}"
 
 
 @dataclass(frozen=True)
@@ -146,8 +155,7 @@ def _sleep_until(t: float) -> None:
 
 
 def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile,
-              client_cpus: set[int], workdir: str, seed: int = 0,
-              model_dir: str = MARKER_MODEL_DIR) -> dict[str, Any]:
+              client_cpus: set[int], workdir: str, seed: int = 0) -> dict[str, Any]:
     """Load + /health probe against ``endpoint``; returns load, health and CPU figures."""
     host, port = endpoint.host_port
     stream = scenario in ("stream", TOOLS_SCENARIO)
@@ -162,7 +170,7 @@ def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile
         load_cfg = dict(base, mode="stream", concurrency=timing.stream_concurrency,
                         ramp_s=timing.stream_ramp_s, min_tokens=64, max_tokens=256)
         if scenario == TOOLS_SCENARIO:
-            load_cfg.update(tools=TOOLS, sim_tokens=tool_call_ids(model_dir))
+            load_cfg.update(tools=TOOLS)
     else:
         load_cfg = dict(base, mode="long", concurrency=timing.long_concurrency,
                         chars=timing.chars, max_tokens=4,

@@ -105,6 +105,11 @@ class _Compiled:
         env = _environment()
         try:
             self.template = env.from_string(source)
+            # PERF: Jinja keeps a template's globals as a ChainMap over the environment's, and
+            # copies them into every render's context through ChainMap's Python-level
+            # iteration: 24 us of the 38 us a one-message render took. Nothing changes the
+            # globals after compiling, so a plain dict gives the same names (~1 us).
+            self.template.globals = dict(self.template.globals)
             self.variables = frozenset(jinja2.meta.find_undeclared_variables(env.parse(source)))
         except jinja2.TemplateError as e:
             raise ChatTemplateError(str(e)) from e

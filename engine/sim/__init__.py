@@ -59,7 +59,8 @@ user's ``vllm_xargs`` through):
   sim_ttft_ms      float: this request's first-token delay
   sim_itl_ms       float: approximate; a token every round(sim_itl_ms/itl_ms) steps
   sim_tokens       list[int]: emit exactly these, then EOS if the request has
-                   ``_eos_token_id``, else cycle through them again
+                   ``_eos_token_id``, else cycle through them again (``--script-tokens``
+                   gives every request without ``sim_tokens`` such a list)
   sim_error_after  int: after N tokens finish with ERROR (finish_reason 3, no
                    tokens; 0.33+ also sets ``error``)
 A request whose ``extra_args.kv_transfer_params`` has ``do_remote_decode`` (a P/D prefill

@@ -37,6 +37,7 @@ class SimConfig:
     prefill_us_per_token: float = 0.0
     itl_ms: float = 10.0
     output_mode: str = "random"
+    script_tokens: tuple[int, ...] = ()
     seed: int = 0
     vocab_size: int = 131072
     eos_after: int = 0
@@ -54,6 +55,16 @@ class SimConfig:
             return (int(parts[0]), int(parts[1])) >= (0, 33)
         except (ValueError, IndexError):
             return True
+
+
+def _script_tokens(parser: argparse.ArgumentParser, spec: str) -> tuple[int, ...]:
+    try:
+        ids = tuple(int(part) for part in spec.split(",") if part.strip())
+    except ValueError:
+        parser.error("--script-tokens takes comma-separated token ids")
+    if any(not 0 <= t < 2**31 for t in ids):
+        parser.error("--script-tokens ids must be int32 token ids")
+    return ids
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -84,6 +95,9 @@ def _build_parser() -> argparse.ArgumentParser:
     tim.add_argument("--itl-ms", type=float, default=10.0)
     out = p.add_argument_group("output")
     out.add_argument("--output-mode", choices=("echo", "random"), default="random")
+    out.add_argument("--script-tokens", default="", metavar="IDS",
+                     help="comma-separated token ids every request emits, as if its extra_args "
+                          "had them in sim_tokens (the model's scripted answer)")
     out.add_argument("--seed", type=int, default=0)
     out.add_argument("--vocab-size", type=int, default=131072)
     out.add_argument("--eos-after", type=int, default=0)
@@ -130,6 +144,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SimConfig:
         prefill_us_per_token=ns.prefill_us_per_token,
         itl_ms=ns.itl_ms,
         output_mode=ns.output_mode,
+        script_tokens=_script_tokens(parser, ns.script_tokens),
         seed=ns.seed,
         vocab_size=ns.vocab_size,
         eos_after=ns.eos_after,

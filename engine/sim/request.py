@@ -147,7 +147,7 @@ class SimRequest:
 
     def _choose_tokens(self, extra: dict, cfg: SimConfig) -> None:
         """Where this request's tokens come from (``mode``, ``tokens``): the ``sim_tokens`` list,
-        the echo of its prompt, or random ids."""
+        else ``--script-tokens``, else the echo of its prompt, or random ids."""
         warn = self.warnings
         mode = _knob(extra, "sim_output_mode", str, warn) or cfg.output_mode
         if mode not in ("echo", "random"):
@@ -161,6 +161,8 @@ class SimRequest:
         ):
             warn.append("ignoring extra_args.sim_tokens (expected a non-empty list of int32 token ids)")
             tokens = None
+        if tokens is None and cfg.script_tokens:
+            tokens = cfg.script_tokens
         self.tokens = tokens
         if tokens is not None:
             self.mode = _MODE_LIST

@@ -43,13 +43,13 @@ class ChatPrompt(Protocol):
     chat_template_kwargs: dict[str, Any] | None
 
 
-#: Values that leave a kwarg unset when merged over another (vLLM's ``merge_kwargs``).
-_UNSET = (None, "auto")
+#: Values that leave a kwarg unset when merged over another (vLLM's ``merge_kwargs``): None and
+#: "auto" (tested inline in ``_merged``).
 
 
 def _merged(defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     return {**defaults, **{k: v for k, v in overrides.items()
-                           if not any(v is u or v == u for u in _UNSET)}}
+                           if v is not None and not (v.__class__ is str and v == "auto")}}
 
 
 def template_kwargs(ctx: ServingContext, f: ChatPrompt) -> dict[str, Any]:
@@ -95,10 +95,12 @@ def tool_dicts(tools: list[dict] | None) -> list[dict] | None:
     return out
 
 
-def chat_parsing(ctx: ServingContext, f: types.ChatRequest) -> ChatParsing | None:
+def chat_parsing(ctx: ServingContext, f: types.ChatRequest,
+                 kwargs: dict[str, Any]) -> ChatParsing | None:
     """What the output parsers do for this request; None when the server has none. Also
     applies their request changes to ``f`` (vLLM's ``adjust_request``): marker tokens kept in
-    the text, and "required"/named choices constrained to the calls' JSON schema."""
+    the text, and "required"/named choices constrained to the calls' JSON schema. ``kwargs``:
+    the request's ``template_kwargs``."""
     parsers = ctx.output_parsers
     if not parsers.active:
         return None
@@ -107,7 +109,7 @@ def chat_parsing(ctx: ServingContext, f: types.ChatRequest) -> ChatParsing | Non
     setup = ChatParsing(
         parsers=parsers, tools=f.tools, tool_choice="named" if named else (choice or "none"),
         named=named, parallel_tool_calls=f.parallel_tool_calls,
-        include_reasoning=f.include_reasoning, template_kwargs=template_kwargs(ctx, f),
+        include_reasoning=f.include_reasoning, template_kwargs=kwargs,
         eos_ids=frozenset([ctx.tokenizer.eos_token_id, *ctx.generation_eos_ids]))
     if parsers.reasoning_parser is not None and parsers.reasoning_parser.keep_special_tokens:
         f.skip_special_tokens = False
@@ -122,15 +124,15 @@ def chat_parsing(ctx: ServingContext, f: types.ChatRequest) -> ChatParsing | Non
     return setup
 
 
-def engine_reasoning(ctx: ServingContext, f: types.ChatRequest,
-                     prompt_ids: list[int]) -> tuple[bool | None, dict | None]:
+def engine_reasoning(ctx: ServingContext, f: types.ChatRequest, prompt_ids: list[int],
+                     template: dict[str, Any]) -> tuple[bool | None, dict | None]:
     """The ADD's ``reasoning_ended`` and ``reasoning_parser_kwargs`` as vLLM 0.32's chat frontend
     sets them (a structured-output grammar applies once the thought is over): True when the
     answer leaves the reasoning out; with a reasoning parser, whether the prompt already closed
     the thought, and the chat template kwargs for the engine's own reasoning parser; otherwise
-    None (the engine decides)."""
+    None (the engine decides). ``template``: the request's ``template_kwargs``."""
     parser = ctx.output_parsers.reasoning_parser
-    kwargs = {"chat_template_kwargs": template_kwargs(ctx, f)} if parser is not None else None
+    kwargs = {"chat_template_kwargs": template} if parser is not None else None
     if not f.include_reasoning:
         return True, kwargs
     if parser is None:
@@ -139,8 +141,10 @@ def engine_reasoning(ctx: ServingContext, f: types.ChatRequest,
     return instance.prompt_ends_reasoning(prompt_ids), kwargs
 
 
-def render_prompt(ctx: ServingContext, f: ChatPrompt) -> tuple[list[dict], str]:
-    """(conversation, prompt text) for the validated fields; template errors become 400s."""
+def render_prompt(ctx: ServingContext, f: ChatPrompt,
+                  kwargs: dict[str, Any] | None = None) -> tuple[list[dict], str]:
+    """(conversation, prompt text) for the validated fields; template errors become 400s.
+    ``kwargs``: the request's ``template_kwargs`` when the caller has them already."""
     try:
         template = ctx.chat_template
         if f.chat_template is not None:  # only reachable when the server trusts it
@@ -151,10 +155,18 @@ def render_prompt(ctx: ServingContext, f: ChatPrompt) -> tuple[list[dict], str]:
         text = template.render_conversation(
             conversation, add_generation_prompt=f.add_generation_prompt,
             continue_final_message=f.continue_final_message, tools=tool_dicts(f.tools),
-            documents=f.documents, extra_kwargs=template_kwargs(ctx, f))
+            documents=f.documents,
+            extra_kwargs=template_kwargs(ctx, f) if kwargs is None else kwargs)
     except ChatTemplateError as exc:
         raise InvalidRequest(str(exc), param=exc.parameter) from None
     return conversation, text
+
+
+def _requested_output(f: types.ChatRequest) -> tuple[int | None, str]:
+    """(the requested output budget, the field that asked for it)."""
+    if f.max_completion_tokens is not None:
+        return f.max_completion_tokens, "max_completion_tokens"
+    return f.max_tokens, "max_tokens"
 
 
 def prepare_chat(body: Any, ctx: ServingContext, *,
@@ -172,18 +184,16 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
     lora = ctx.resolve_model(f.model)
     validate.check_request(f, ctx)
 
-    if f.max_completion_tokens is not None:
-        requested, param = f.max_completion_tokens, "max_completion_tokens"
-    else:
-        requested, param = f.max_tokens, "max_tokens"
+    requested, param = _requested_output(f)
     rule = make_rule(ctx, max_output_tokens=requested or 0, output_param=param,
                      truncate_prompt_tokens=f.truncate_prompt_tokens,
                      truncation_side=f.truncation_side,
                      add_special_tokens=f.add_special_tokens)
-    conversation, prompt_text = render_prompt(ctx, f)
-    parsing = chat_parsing(ctx, f)
+    kwargs = template_kwargs(ctx, f)
+    conversation, prompt_text = render_prompt(ctx, f, kwargs)
+    parsing = chat_parsing(ctx, f, kwargs)
     ids = tokenize_texts(ctx, [prompt_text], rule)[0]
-    reasoning_ended, reasoning_kwargs = engine_reasoning(ctx, f, ids)
+    reasoning_ended, reasoning_kwargs = engine_reasoning(ctx, f, ids, kwargs)
 
     stream = bool(f.stream)
     include_usage, continuous = usage_flags(f, ctx) if stream else (False, False)

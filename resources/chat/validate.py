@@ -38,6 +38,9 @@ _UNION = (
 )
 
 
+#: The member of ``_UNION`` whose role literal is the key.
+_BY_ROLE = {role: (name, role, rules) for name, role, rules in _UNION if role is not None}
+
 _PARTS = {"type": "array", "items": {"type": "object"}}
 #: The JSON Schema of each content rule of ``_UNION``: (schema, required).
 _RULE_SCHEMAS = {
@@ -122,6 +125,12 @@ def _v_message(value: Any, loc: tuple, errors: list) -> Any:
         add_error(errors, "model_type", loc + ("Message",), "Input should be a valid dictionary "
                   "or instance of Message", value, {"class_name": "Message"})
         return INVALID
+    # PERF: the member named by the message's role is tried first (a union accepts when any
+    # member does, so the order matters only for the errors of a message none accepts): a user
+    # message built and dropped two members' errors first (~8 us per message).
+    member = _BY_ROLE.get(value.get("role")) if isinstance(value.get("role"), str) else None
+    if member is not None and not _alternative_errors(*member, value, loc):
+        return value
     collected: list = []
     for name, role, rules in _UNION:
         found = _alternative_errors(name, role, rules, value, loc)

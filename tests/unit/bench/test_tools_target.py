@@ -48,3 +48,31 @@ def test_without_a_plain_phase_of_the_same_configuration_nothing_is_judged():
     plain = _phase("stream", "plain", 40_000, 16.0)
     plain["settings"]["workers"] = 2
     assert _judged(plain, tools) == {}
+
+
+def _round(phase: dict[str, Any], n: int, paired: bool) -> dict[str, Any]:
+    phase["round"] = n
+    phase["endpoint"] += f" #{n}"
+    phase["settings"]["paired"] = paired
+    return phase
+
+
+def test_alternated_rounds_are_each_judged_against_their_own_plain_phase_and_the_median_wins():
+    # The machine slowed down in round 2: both of its phases are slow, its ratio is not.
+    phases = [_phase("stream", "matrix plain", 10_000, 16.0)]  # not a round: never paired
+    for n, (plain, tools) in enumerate([(40_000, 37_000), (20_000, 19_000), (40_000, 30_000)], 1):
+        phases.append(_round(_phase("stream", "paired", plain, 16.0), n, True))
+        phases.append(_round(_phase("stream-tools", "tools", tools, 16.0), n, False))
+    rows = _judged(*phases)
+    measured = rows["tokens/s"]["measured"]
+    assert measured.startswith("median of 3 alternated rounds: 92.5%; 92.5% (37.0k vs 40.0k")
+    assert "95.0% (19.0k vs 20.0k" in measured and "75.0% (30.0k vs 40.0k" in measured
+    assert rows["tokens/s"]["met"] is True
+    assert rows["server CPU per 1k tokens"]["measured"] == (
+        "median of 3 alternated rounds: 1.08× (each round 1.08×, 1.05×, 1.33×)")
+    assert rows["server CPU per 1k tokens"]["met"] is True
+
+
+def test_paired_plain_phases_are_not_the_configuration_s_stream_phase():
+    paired = _round(_phase("stream", "paired", 40_000, 16.0), 1, True)
+    assert report._find({"phases": [paired]}, "stream", kind="greenfront") is None

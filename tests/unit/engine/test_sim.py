@@ -78,6 +78,17 @@ def test_sim_tokens_then_eos_and_ignore_eos(shared: Sim) -> None:
     assert tokens_of(outs) == [7, 8, 7, 8, 7] and outs[-1][0].finish_reason == FinishReason.LENGTH
 
 
+def test_script_tokens_answer_every_request_without_its_own_list(start: Any) -> None:
+    sim = start(*FAST, "--script-tokens", "7,8,9")
+    sim.add("script-1", max_tokens=10, eos_token_id=EOS)
+    assert tokens_of(sim.collect("script-1")) == [7, 8, 9, EOS]
+    sim.add("script-2", max_tokens=4, ignore_eos=True)
+    assert tokens_of(sim.collect("script-2")) == [7, 8, 9, 7]
+    # A request's own sim_tokens still win.
+    sim.add("script-3", max_tokens=2, ignore_eos=True, extra_args={"sim_tokens": [5]})
+    assert tokens_of(sim.collect("script-3")) == [5, 5]
+
+
 def test_random_mode_is_deterministic_and_ordinary(shared: Sim) -> None:
     shared.add("rnd-a", max_tokens=6, seed=7, extra_args={"sim_output_mode": "random"})
     first = tokens_of(shared.collect("rnd-a"))

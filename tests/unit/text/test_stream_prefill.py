@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from text.detokenizer import IncrementalDetokenizer, stream_prefill
+from text.detokenizer import PREFILL_WINDOW, IncrementalDetokenizer, stream_prefill
 
 
 def _random_ids(rng: random.Random, n: int) -> list[int]:
@@ -28,26 +28,27 @@ def _run(tok, prompt, outputs, sst, window):
     return deltas, det.output_text
 
 
+@pytest.mark.parametrize("window", [PREFILL_WINDOW, 16])
 @pytest.mark.parametrize("sst", [True, False])
-def test_short_prefill_gives_the_same_deltas_as_the_whole_prompt(tok, sst):
+def test_short_prefill_gives_the_same_deltas_as_the_whole_prompt(tok, sst, window):
     rng = random.Random(7 if sst else 8)
     shortened = 0
     for _ in range(300):
         prompt = _random_ids(rng, rng.randrange(70, 400))
         outputs = _random_ids(rng, rng.randrange(1, 12))
-        if len(stream_prefill(tok.hf, prompt, sst)) < len(prompt):
+        if len(stream_prefill(tok.hf, prompt, sst, window)) < len(prompt):
             shortened += 1
-        assert _run(tok, prompt, outputs, sst, 16) == _run(tok, prompt, outputs, sst, None)
+        assert _run(tok, prompt, outputs, sst, window) == _run(tok, prompt, outputs, sst, None)
     assert shortened > 100  # the fast path is the common one
 
 
 def test_prompt_ending_in_broken_utf8_keeps_the_whole_prompt(tok):
     prompt = tok.encode("word " * 100, add_special_tokens=True) + [1240, 1159]  # half an emoji
     assert stream_prefill(tok.hf, prompt, True) == prompt
-    deltas, text = _run(tok, prompt, [1152, 1128], True, 16)
+    deltas, text = _run(tok, prompt, [1152, 1128], True, PREFILL_WINDOW)
     assert text.startswith("word word") and text.endswith("😀")  # docs/text-parity.md §2.3 quirk
 
 
 def test_long_natural_prompt_uses_a_short_tail(tok):
     prompt = tok.encode("The quick brown fox jumps over the lazy dog. " * 500, True)
-    assert len(stream_prefill(tok.hf, prompt, True)) == 16
+    assert len(stream_prefill(tok.hf, prompt, True)) == PREFILL_WINDOW
