@@ -32,14 +32,20 @@ from typing import Any, Iterator, Mapping
 
 from host import WORKERS_CAP, default_worker_count, local_model_dir, reachable_host
 from settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
-    REQUEST_THREADS_CAP, Setting, boolean, capped_threads, choice, fingerprint, generation_config,
-    json_object, json_strings, lora_module_list, names, niceness, non_negative_float,
+    REQUEST_THREADS_CAP, Setting, boolean, capped_threads, choice, fingerprint, gc_thresholds,
+    generation_config, json_object, json_strings, lora_module_list, names, niceness,
+    non_negative_float,
     non_negative_int, positive_float, positive_int, setting, settings_table, with_table,
 )
 
 #: 0.5 ms bounds the hub's lateness while pool threads run Python (jinja2) at a ~10% cost to
 #: that work (docs/architecture.md §5.1).
 SWITCH_INTERVAL_DEFAULT = 0.0005
+#: PERF: Python's default (700, 10, 10) collected ~60 times a second under 1,024 streams, every
+#: ~5 s over the whole heap: 11% of a worker's CPU in collections that found nothing once the
+#: request graph's cycle was gone (``Cancellation.discard``); at these thresholds ~2%
+#: (gc.callbacks timing, make bench's stream phase). Objects die by reference counting anyway.
+GC_THRESHOLD_DEFAULT = (20000, 50, 20)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
@@ -85,6 +91,9 @@ class Config:
     switch_interval: float = setting(
         ("GREENFRONT_SWITCH_INTERVAL",), non_negative_float, SWITCH_INTERVAL_DEFAULT,
         "`sys.setswitchinterval`, bounds how long a pool thread holds the GIL")
+    gc_threshold: tuple[int, int, int] = setting(
+        ("GREENFRONT_GC_THRESHOLD",), gc_thresholds, GC_THRESHOLD_DEFAULT,
+        "a worker's `gc.set_threshold` (three comma-separated numbers)", shown="`20000,50,20`")
     pool_nice: int = setting(
         ("GREENFRONT_POOL_NICE",), niceness, 10,
         "niceness of the request-pool threads (0: the process's), so the HTTP hub and engine I/O "

@@ -49,6 +49,15 @@ def positive_float(raw: str) -> float:
     return value
 
 
+def gc_thresholds(raw: str) -> tuple[int, int, int]:
+    """``gc.set_threshold``'s three numbers, comma-separated (``0,0,0`` as the first disables
+    automatic collection)."""
+    parts = tuple(int(p) for p in raw.split(","))
+    if len(parts) != 3 or min(parts) < 0:
+        raise ValueError("must be three non-negative integers, e.g. 20000,50,20")
+    return parts  # type: ignore[return-value]
+
+
 def niceness(raw: str) -> int:
     value = int(raw)
     if not 0 <= value <= 19:

@@ -34,6 +34,18 @@ class Cancellation:
         else:
             self._callbacks.append(fn)
 
+    def discard(self, fn: Callable[[], None]) -> None:
+        """Forget a callback registered with ``on_cancel`` (its work is over).
+
+        PERF: a streamed body registers its own bound method, so body -> cancellation -> body
+        was a reference cycle holding each finished request's whole graph (~30 objects) until
+        a full collection: ~15k objects per collection under 1,024 streams, found at a full
+        collection every ~2.5 s that walked them all (py-spy/perf: gc 11% of a worker's CPU)."""
+        try:
+            self._callbacks.remove(fn)
+        except ValueError:
+            pass
+
     def cancel(self) -> None:
         """Mark cancelled and run the callbacks once, logging (not raising) their failures."""
         if self.cancelled:

@@ -86,6 +86,7 @@ class WorkerState:
         # (9 ms holding the GIL: a stall of every hub); frozen, they are never walked again.
         gc.collect()
         gc.freeze()
+        gc.set_threshold(*cfg.gc_threshold)  # see config.GC_THRESHOLD_DEFAULT
         log.info("worker %d: slot %d, tokenizer backend %s, %d request threads, offload %s",
                  self.pid, cfg.worker_slot, self.tokenizer.backend, cfg.request_threads,
                  "on" if cfg.offload else "off")

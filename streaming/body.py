@@ -139,6 +139,7 @@ class StreamingBody:
         yield b"".join(frames)
 
     def close(self) -> None:
+        self._pump.cancel.discard(self._on_cancel)
         self._pump.generation.abort()
 
 
@@ -168,6 +169,8 @@ class DeferredBody:
         except BaseException:
             generation.abort()
             raise
+        finally:
+            cancel.discard(on_cancel)
         if pump.error is not None:
             return http_parts(pump.error)
         if cancel.cancelled:

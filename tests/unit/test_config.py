@@ -32,13 +32,20 @@ def test_invalid_values_are_logged_and_ignored(caplog):
         cfg = Config.from_env({"GREENFRONT_REQUEST_WORKER_THREADS": "zero",
                                "GREENFRONT_ZMQ_WORKER_THREADS": "-1",
                                "GREENFRONT_OFFLOAD": "maybe",
-                               "GREENFRONT_TOKENIZER_BACKEND": "sentencepiece"})
+                               "GREENFRONT_TOKENIZER_BACKEND": "sentencepiece",
+                               "GREENFRONT_GC_THRESHOLD": "700,10"})
     assert cfg.zmq_threads == 4 and cfg.offload is True and cfg.tokenizer_backend == "fastokens"
+    assert cfg.gc_threshold == config.GC_THRESHOLD_DEFAULT
     assert cfg.request_threads >= 1
     text = caplog.text
     for name in ("GREENFRONT_REQUEST_WORKER_THREADS", "GREENFRONT_ZMQ_WORKER_THREADS",
-                 "GREENFRONT_OFFLOAD", "GREENFRONT_TOKENIZER_BACKEND"):
+                 "GREENFRONT_OFFLOAD", "GREENFRONT_TOKENIZER_BACKEND", "GREENFRONT_GC_THRESHOLD"):
         assert name in text
+
+
+def test_gc_threshold_takes_three_numbers():
+    assert Config.from_env({"GREENFRONT_GC_THRESHOLD": "700,10,10"}).gc_threshold == (700, 10, 10)
+    assert Config.from_env({"GREENFRONT_GC_THRESHOLD": "0,0,0"}).gc_threshold == (0, 0, 0)
 
 
 def test_offload_switch_and_served_names():

@@ -81,3 +81,29 @@ def test_closing_a_body_early_aborts_what_still_runs(ctx):
     run.step([FRANCE[0]])
     run.http_body.close()
     assert run.client.aborted == [run.streams[0].request_id]
+
+
+def test_a_finished_body_leaves_no_callback_on_the_cancellation(ctx):
+    # The streamed body registers its own bound method: kept after the request, it made
+    # body -> cancellation -> body a cycle that held the request's whole graph until a full
+    # garbage collection.
+    for stream in (True, False):
+        run = completion(ctx, max_tokens=2, stream=stream)
+        run.tokens(FRANCE[:2])
+        run.response()
+        run.http_body.close()  # what the WSGI server does after the last byte
+        assert run.cancel._callbacks == []
+        assert not run.cancel.cancelled
+
+
+def test_discard_forgets_only_the_given_callback():
+    from runtime.cancellation import Cancellation
+    seen: list[str] = []
+    cancel = Cancellation()
+    cancel.on_cancel(lambda: seen.append("kept"))
+    dropped = lambda: seen.append("dropped")  # noqa: E731
+    cancel.on_cancel(dropped)
+    cancel.discard(dropped)
+    cancel.discard(dropped)  # twice is harmless
+    cancel.cancel()
+    assert seen == ["kept"]
