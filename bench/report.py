@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 from typing import Any
 
 from bench.peer_targets import peer_targets
@@ -292,12 +293,6 @@ def _tools_pairs(results: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str
     return pairs
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def tools_target(results: dict[str, Any], add) -> None:
     """Issue 8's target: the tool-calling streams' tokens/s within 10% of plain streaming (same
     configuration), and the same judged on server CPU per 1k tokens: a worker's hub runs at
@@ -314,7 +309,7 @@ def tools_target(results: dict[str, Any], add) -> None:
     tools, plain = pairs[0]
     base = tools["endpoint"].split(" #")[0]
     rounds = f"median of {len(pairs)} alternated rounds: " if len(pairs) > 1 else ""
-    ratio = _median(rates)
+    ratio = statistics.median(rates)
     each = ", ".join(
         f"{r:.1%} ({_num(t['load']['tokens_per_s'])} vs {_num(p['load']['tokens_per_s'])} "
         f"tokens/s; tokens/chunk {t['load']['tokens_per_event']:.1f} vs "
@@ -325,7 +320,7 @@ def tools_target(results: dict[str, Any], add) -> None:
     name = f"{base}: streamed tool calls vs plain streaming (same configuration)"
     add(f"{name}, tokens/s", "≥ 90%", measured, ratio >= 0.9)
     if costs:
-        cost = _median(costs)
+        cost = statistics.median(costs)
         cells = ", ".join(f"{c:.2f}×" for c in costs)
         cpu_t, cpu_p = _tokens_cpu(tools), _tokens_cpu(plain)
         detail = (f"{rounds}{cost:.2f}× (each round {cells})" if rounds

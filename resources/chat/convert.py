@@ -43,11 +43,9 @@ class ChatPrompt(Protocol):
     chat_template_kwargs: dict[str, Any] | None
 
 
-#: Values that leave a kwarg unset when merged over another (vLLM's ``merge_kwargs``): None and
-#: "auto" (tested inline in ``_merged``).
-
-
 def _merged(defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``overrides`` over ``defaults``, as vLLM's ``merge_kwargs``: a value of None or "auto"
+    leaves the default in place."""
     return {**defaults, **{k: v for k, v in overrides.items()
                            if v is not None and not (v.__class__ is str and v == "auto")}}
 

@@ -11,27 +11,25 @@ from functools import lru_cache
 from typing import Any
 
 from resources.chat.validate import v_message
-from resources.common.fields import (MISSING, Field, Validator, described, schema_of, v_any,
-                                     v_bool, v_dict, v_int, v_list, v_literal, v_nullable, v_str,
-                                     v_union, with_schema)
+from resources.common.fields import (MISSING, SLOW, Field, v_any, v_bool, v_dict, v_int,
+                                     v_list, v_literal, v_nullable, v_str, v_union,
+                                     with_fast_path)
 from resources.common.sampling import SamplingRequest, sampling_fields
 
-def _tool_choice() -> Validator:
-    """``tool_choice``: vLLM's ``"none" | "auto" | "required" | dict``, nullable."""
-    slow = v_nullable(v_union(v_literal("none"), v_literal("auto"), v_literal("required"),
-                              v_dict()))
 
-    def check(value: Any, loc: tuple, errors: list) -> Any:
-        # PERF: the union tries "none" first, so "auto" (what every request with tools has,
-        # given or defaulted) built and dropped a literal error: 8 of the ~80 us a tool chat's
-        # conversion costs over a chat without tools.
-        if value is None or value == "auto" or value == "none" or value == "required":
-            return value
-        return slow(value, loc, errors)
-    return with_schema(described(check, slow.spec[0], **slow.spec[1]), schema_of(slow))
+def _known_tool_choice(value: Any) -> Any:
+    # PERF: the union tries "none" first, so "auto" (what every request with tools has, given
+    # or defaulted) built and dropped a literal error: 8 of the ~80 us a tool chat's conversion
+    # costs over a chat without tools.
+    if value is None or value == "auto" or value == "none" or value == "required":
+        return value
+    return SLOW
 
 
-TOOL_CHOICE = _tool_choice()
+#: ``tool_choice``: vLLM's ``"none" | "auto" | "required" | dict``, nullable.
+TOOL_CHOICE = with_fast_path(v_nullable(v_union(v_literal("none"), v_literal("auto"),
+                                                v_literal("required"), v_dict())),
+                             _known_tool_choice)
 REASONING_EFFORT = v_nullable(v_literal("none", "minimal", "low", "medium", "high", "xhigh",
                                         "max"))
 

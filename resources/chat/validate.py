@@ -128,7 +128,8 @@ def _v_message(value: Any, loc: tuple, errors: list) -> Any:
     # PERF: the member named by the message's role is tried first (a union accepts when any
     # member does, so the order matters only for the errors of a message none accepts): a user
     # message built and dropped two members' errors first (~8 us per message).
-    member = _BY_ROLE.get(value.get("role")) if isinstance(value.get("role"), str) else None
+    role = value.get("role")
+    member = _BY_ROLE.get(role) if isinstance(role, str) else None
     if member is not None and not _alternative_errors(*member, value, loc):
         return value
     collected: list = []

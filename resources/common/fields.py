@@ -257,16 +257,32 @@ def v_list(item: Validator, max_length: int | None = None,
                      max_length=max_length), schema)
 
 
+#: What a fast path (``with_fast_path``) returns for a value it leaves to the full validator.
+SLOW = object()
+
+
+def with_fast_path(slow: Validator, fast: Callable[[Any], Any]) -> Validator:
+    """``slow`` with a fast path for its common inputs: ``fast(value)`` returns what ``slow``
+    would return for the values it recognises (never an error), and ``SLOW`` for the rest,
+    which ``slow`` then validates and reports. Same ``spec`` and schema as ``slow``.
+
+    PERF: a union tries its members in order, so a value accepted by a later member first
+    built and dropped the earlier members' errors; a list checked item by item costs a call
+    per item."""
+    def check(value: Any, loc: tuple, errors: list) -> Any:
+        out = fast(value)
+        return slow(value, loc, errors) if out is SLOW else out
+    return with_schema(described(check, slow.spec[0], **slow.spec[1]), schema_of(slow))
+
+
 def v_int_list(ge: int | None = None) -> Validator:
     """A list of ints with a fast path for the common all-int case (long token prompts)."""
-    slow = v_list(v_int(ge=ge))
-
-    def check(value: Any, loc: tuple, errors: list) -> Any:
+    def fast(value: Any) -> Any:
         if isinstance(value, list) and all(type(v) is int for v in value):
             if ge is None or not value or min(value) >= ge:
                 return value
-        return slow(value, loc, errors)
-    return with_schema(described(check, "list", item=v_int(ge=ge), min_length=None, max_length=None), schema_of(slow))
+        return SLOW
+    return with_fast_path(v_list(v_int(ge=ge)), fast)
 
 
 def v_dict(item: Validator = v_any()) -> Validator:

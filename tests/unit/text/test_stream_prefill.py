@@ -29,7 +29,8 @@ def _run(tok, prompt, outputs, sst, window):
 
 
 @pytest.mark.parametrize("sst", [True, False])
-def test_short_prefill_gives_the_same_deltas_as_the_whole_prompt(tok, sst, window=PREFILL_WINDOW):
+def test_short_prefill_gives_the_same_deltas_as_the_whole_prompt(tok, sst):
+    window = PREFILL_WINDOW
     rng = random.Random(7 if sst else 8)
     shortened = 0
     for _ in range(300):
