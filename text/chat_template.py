@@ -72,9 +72,31 @@ class _GenerationBlock(jinja2.ext.Extension):
         return caller()
 
 
+class DumpedOnce(dict):
+    """A dict whose plain ``tojson`` text is made once and then kept: the tools that an agent
+    sends with every turn (``resources.chat.convert.tool_dicts`` keeps them per thread).
+    Whoever holds one must not change it (templates cannot: the sandbox is immutable).
+
+    Runs on: the thread that made it (the text is cached on first use, by that thread).
+    """
+
+    __slots__ = ("_json",)
+
+    def json(self) -> str:
+        try:
+            return self._json
+        except AttributeError:
+            pass
+        self._json = text = json.dumps(self, ensure_ascii=False)
+        return text
+
+
 def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None,
             separators: Any = None, sort_keys: bool = False) -> str:
     # Jinja's own tojson HTML-escapes; templates expect plain json.dumps output.
+    if (value.__class__ is DumpedOnce and not ensure_ascii and indent is None
+            and separators is None and not sort_keys):
+        return value.json()
     return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
                       sort_keys=sort_keys)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+import jsonio
 from errors import InvalidRequest
 from resources.chat import tool_choice, types, validate
 from resources.chat.parsing import ChatParsing
@@ -23,7 +24,8 @@ from resources.common.sampling import (build_sampling_params, fan_out, max_token
                                        usage_flags)
 from runtime.serving_context import ServingContext
 from text.chat_messages import ChatTemplateError, parse_messages
-from text.chat_template import ChatTemplate
+from text.chat_template import ChatTemplate, DumpedOnce
+from text.thread_memo import ThreadMemo
 
 NO_TEMPLATE = ("As of transformers v4.44, default chat template is no longer allowed, so you must "
                "provide a chat template if the tokenizer does not define one.")
@@ -68,12 +70,28 @@ def template_kwargs(ctx: ServingContext, f: ChatPrompt) -> dict[str, Any]:
     return _merged(defaults, kwargs) if defaults else kwargs
 
 
+#: The template's tools per request JSON, on each rendering thread.
+_TOOL_DICTS = ThreadMemo()
+
+
 def tool_dicts(tools: list[dict] | None) -> list[dict] | None:
     """Tools as the template sees them: vLLM's model dump of each tool (``description`` and
     ``parameters`` always present, ``strict``/``defer_loading`` only when set, unknown keys
-    dropped), so templates render the same prompt."""
+    dropped), so templates render the same prompt. The result is shared: read it only.
+
+    PERF: an agent sends the same tools with every turn; kept per thread by their JSON, the
+    dump and the template's ``tojson`` of each tool (``DumpedOnce``) are made once (the
+    bench's one tool: ~12 us of a chat request's ~120 us of conversion)."""
     if tools is None:
         return None
+    try:
+        key = jsonio.dumps(tools)
+    except TypeError:
+        return _dumped_tools(tools)
+    return _TOOL_DICTS.get_or_make(key, lambda: _dumped_tools(tools))
+
+
+def _dumped_tools(tools: list[dict]) -> list[dict]:
     out = []
     for tool in tools:
         function = tool.get("function")
@@ -86,7 +104,7 @@ def tool_dicts(tools: list[dict] | None) -> list[dict] | None:
         for key, value in (("strict", function.get("strict")), ("defer_loading", defer)):
             if value is not None:
                 dumped[key] = value
-        item = {"type": tool.get("type", "function"), "function": dumped}
+        item = DumpedOnce(type=tool.get("type", "function"), function=dumped)
         if tool.get("defer_loading") is not None:
             item["defer_loading"] = tool["defer_loading"]
         out.append(item)

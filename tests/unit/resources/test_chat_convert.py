@@ -183,3 +183,27 @@ def test_logprob_flag_rules(ctx):
         ctx, {"messages": HI, "top_logprobs": 2})[1]
     assert "`prompt_logprobs` are not available when `stream=True`." in error_body(
         ctx, {"messages": HI, "prompt_logprobs": 1, "stream": True})[1]
+
+
+def test_tools_rendered_from_each_requests_own_json(ctx):
+    """The template's tools are kept per thread by their JSON (``tool_dicts``): a repeated
+    request renders the same prompt, and a change to any part of the tools is rendered."""
+    template = "{% for t in tools %}{{ t | tojson }};{% endfor %}"
+    trusted = dataclasses.replace(ctx, trust_request_chat_template=True)
+
+    def text(tools):
+        return prepare_chat({"messages": HI, "tools": tools, "tool_choice": "none",
+                             "chat_template": template, "return_prompt_text": True},
+                            trusted).prompt_text
+
+    def tool(name, parameters):
+        return [{"type": "function", "function": {"name": name, "parameters": parameters}}]
+
+    first = text(tool("f", {"type": "object"}))
+    assert first == ('{"type": "function", "function": {"name": "f", "description": null, '
+                     '"parameters": {"type": "object"}}};')
+    assert text(tool("f", {"type": "object"})) == first
+    assert text(tool("g", {"type": "object"})) == first.replace('"f"', '"g"')
+    assert text(tool("f", {"type": "array"})) == first.replace('"object"', '"array"')
+    assert text(tool("f", {"type": "object"}) + tool("h", {})).startswith(first)
+    assert error_body(ctx, {"messages": HI, "tools": [{"type": "function"}]})[0] == 400

@@ -178,3 +178,16 @@ def test_template_from_json_roundtrip(files):
     # The template in tokenizer_config.json is exactly the reference model's string.
     with open(f"{files.path}/tokenizer_config.json", encoding="utf-8") as f:
         assert json.load(f)["chat_template"] == files.chat_template
+
+
+def test_dumped_once_renders_as_plain_json():
+    from text.chat_template import DumpedOnce
+    src = ("{% for t in tools %}{{ t | tojson }}|{{ t | tojson(indent=1) }}|{{ t.function.name }}"
+           "{% endfor %}|{{ tools | tojson }}")
+    t = ChatTemplate(src, {})
+    plain = [{"type": "function", "function": {"name": "é", "parameters": {"b": 1, "a": [2]}}}]
+    once = [DumpedOnce(plain[0])]
+    expected = t.render([user("x")], tools=plain)
+    assert t.render([user("x")], tools=once) == expected
+    assert t.render([user("x")], tools=once) == expected  # the kept text the second time
+    assert expected.startswith('{"type": "function", "function": {"name": "é"')
