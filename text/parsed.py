@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolCall:
     """One complete call: the function's name and its arguments as a JSON string.
 
@@ -23,7 +23,7 @@ class ToolCall:
     id: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class ExtractedToolCalls:
     """A whole output after tool parsing: the calls and the text that is not part of them."""
 
@@ -38,7 +38,7 @@ class ExtractedToolCalls:
         return bool(self.calls) if self.tools_called is None else self.tools_called
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolCallDelta:
     """One piece of a streamed call: the first carries ``id``/``name``, later ones
     ``arguments`` fragments (vLLM's ``DeltaToolCall``)."""
@@ -49,7 +49,7 @@ class ToolCallDelta:
     arguments: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class DeltaParts:
     """What one text delta adds to a choice: content, reasoning and tool-call pieces."""
 
