@@ -274,7 +274,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--client-cpus", default=str((os.cpu_count() or 1) - 1),
                    help="CPUs of the simulator, load generator and prober (default: the last)")
     p.add_argument("--tools-rounds", type=int, default=None, metavar="N",
-                   help="rounds of plain and tool-calling streams, alternated (default: 3; "
+                   help="rounds of plain and tool-calling streams, alternated (default: 7; "
                         "--quick 2, --smoke 1)")
     p.add_argument("--model-dir", default=DEFAULT_MODEL_DIR,
                    help="model directory greenfront serves (and the tokenizer limit loads)")
@@ -289,7 +289,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     if args.tools_rounds is None:
-        args.tools_rounds = {"full": 3, "quick": 2, "smoke": 1}[args.mode]
+        # Seven: one round's ratio moves by ~8% with this machine's drift, and the target is
+        # judged 10% from parity; three rounds put a 93% true ratio under 90% one run in three.
+        args.tools_rounds = {"full": 7, "quick": 2, "smoke": 1}[args.mode]
     if args.tools_rounds < 1:
         p.error("--tools-rounds must be at least 1")
     if args.scenarios is None:

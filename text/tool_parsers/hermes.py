@@ -115,9 +115,10 @@ class HermesToolParser(ToolParser):
                 match = _NAME.search(body)
                 if match is None:
                     break  # a later call cannot be announced before this one
-                self._names.append(match.group(1))
+                name = match.group(1)
+                self._names.append(name)
                 self._open_call(i)
-                calls.append(ToolCallDelta(index=i, id=new_call_id(), name=match.group(1)))
+                calls.append(ToolCallDelta(index=i, id=new_call_id(), name=name))
             args = _ARGS.search(body)
             if args is not None:
                 raw = body[args.end():]
