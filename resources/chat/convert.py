@@ -70,8 +70,9 @@ def template_kwargs(ctx: ServingContext, f: ChatPrompt) -> dict[str, Any]:
     return _merged(defaults, kwargs) if defaults else kwargs
 
 
-#: The template's tools per request JSON, on each rendering thread.
-_TOOL_DICTS = ThreadMemo()
+#: The template's tools per request JSON, on each rendering thread. 32 tool sets: an agent
+#: deployment has a few; 32 sets of 50 large tools are still only ~6 MB per thread.
+_TOOL_DICTS = ThreadMemo(limit=32)
 
 
 def tool_dicts(tools: list[dict] | None) -> list[dict] | None:
