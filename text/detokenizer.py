@@ -74,9 +74,9 @@ def stream_prefill(hf, prompt_token_ids: Sequence[int], skip_special_tokens: boo
     head, tail = list(ids[-2 * window:-window]), list(ids[-window:])
     # PERF: three plain decodes (~7 us of CPU at a 4-token window, holding the GIL) rather
     # than one ``decode_batch``, which releases the GIL and runs on tokenizers' own thread
-    # pool: 44 us of CPU alone, and under the bench's streaming load the request thread then waited for
-    # the GIL back (up to the 5 ms switch interval) on every request with a prompt over 64
-    # tokens (a fifth of a pool thread's samples with tools in the prompt, py-spy).
+    # pool: 44 us of CPU alone, and under the bench's streaming load the request thread then
+    # waited for the GIL back (up to the 5 ms switch interval) on every request with a prompt
+    # over 64 tokens (a fifth of a pool thread's samples with tools in the prompt, py-spy).
     head_text, tail_text, joint = (hf.decode(part, skip_special_tokens=skip_special_tokens)
                                    for part in (head, tail, head + tail))
     if (joint == head_text + tail_text and not head_text.endswith("\ufffd")

@@ -112,7 +112,12 @@ class RequestState:
         # prompt's final output (its last sample to finish); None without a connector.
         self.kv_transfer_params: dict | None = None
         self.ec_transfer_params: dict | None = None
-        self._prompt_tokens: int | None = None
+        # PERF: a streamed chat reads it in every chunk (continuous usage); the prompts never
+        # change. Each prompt counted once, not once per sample.
+        seen: dict[int, int] = {}
+        for c in prepared.choices:
+            seen.setdefault(c.prompt_index, len(c.prompt_token_ids))
+        self._prompt_tokens = sum(seen.values())
 
     @property
     def all_finished(self) -> bool:
@@ -221,13 +226,6 @@ class RequestState:
 
     def prompt_tokens(self) -> int:
         """Prompt tokens, each prompt counted once (not once per sample)."""
-        # PERF: a streamed chat asks for it in every chunk (continuous usage); the prompts
-        # never change, so it is counted once.
-        if self._prompt_tokens is None:
-            seen: dict[int, int] = {}
-            for c in self.prepared.choices:
-                seen.setdefault(c.prompt_index, len(c.prompt_token_ids))
-            self._prompt_tokens = sum(seen.values())
         return self._prompt_tokens
 
     def completion_tokens(self) -> int:

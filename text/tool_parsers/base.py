@@ -103,8 +103,7 @@ class ToolParser:
     def _args_delta(self, index: int, args_so_far: str) -> ToolCallDelta | None:
         """The fragment of ``args_so_far`` not streamed yet for call ``index`` (arguments only
         grow by appending; a rewrite of sent text yields nothing)."""
-        if index >= len(self.streamed_args):
-            self._open_call(index)
+        self._open_call(index)
         sent = self.streamed_args[index]
         if len(args_so_far) <= len(sent) or not args_so_far.startswith(sent):
             return None
