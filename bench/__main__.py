@@ -67,13 +67,16 @@ class Step:
     open: Any  # () -> context manager yielding an Endpoint
     settings: dict = field(default_factory=dict)
     #: the tool-calling step: a plain deployment of the same configuration, open beside it, and
-    #: how many rounds of (plain ``stream``, then the step's own scenario) alternate
+    #: how many rounds of (plain ``stream``, then the step's own scenario) alternate; one more
+    #: plain phase closes the run
     partner: Any = None
     rounds: int = 1
 
     @property
     def phases(self) -> int:
-        return len(self.scenarios) * self.rounds * (2 if self.partner is not None else 1)
+        if self.partner is None:
+            return len(self.scenarios) * self.rounds
+        return (len(self.scenarios) + 1) * self.rounds + 1
 
 
 def _gf_label(backend: str, offload: bool, workers: int) -> str:
@@ -204,12 +207,17 @@ def _plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int]
 
 def _schedule(step: Step, endpoint: Any, partner: Any) -> Iterator[tuple[int | None, Any, str]]:
     """(round or None, endpoint, scenario) in the order a step runs them. With a partner, each
-    round runs the partner's plain ``stream`` and then the step's scenario, back to back.
+    round runs the partner's plain ``stream`` and then the step's scenario, back to back, and a
+    last plain phase (round ``rounds + 1``) closes the run: every tool-calling phase has a plain
+    phase on each side, and is judged against their mean.
 
     PERF (measurement): this machine's speed drifts by up to 2x within a minute (the same
     pure-Python loop took 0.36-0.72 s in twelve runs 4 s apart), so one plain phase and one
     tool-calling phase minutes apart gave 79-113% for the same code; alternating them and
-    judging the median round keeps the drift out of the ratio."""
+    judging the median round keeps the drift out of the ratio. The closing plain phase: with
+    the plain phase always first, a speed that falls while the load goes on (six plain phases
+    in a row here: 24.0, 24.6, 21.6, 21.3, 21.2, 21.0k tokens/s) counted against the
+    tool-calling phase of every round."""
     if partner is None:
         for scenario in step.scenarios:
             yield None, endpoint, scenario
@@ -218,6 +226,7 @@ def _schedule(step: Step, endpoint: Any, partner: Any) -> Iterator[tuple[int | N
         yield round_, partner, "stream"
         for scenario in step.scenarios:
             yield round_, endpoint, scenario
+    yield step.rounds + 1, partner, "stream"
 
 
 def _headline(phase: dict[str, Any]) -> str:
@@ -274,8 +283,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--client-cpus", default=str((os.cpu_count() or 1) - 1),
                    help="CPUs of the simulator, load generator and prober (default: the last)")
     p.add_argument("--tools-rounds", type=int, default=None, metavar="N",
-                   help="rounds of plain and tool-calling streams, alternated (default: 7; "
-                        "--quick 2, --smoke 1)")
+                   help="rounds of plain and tool-calling streams, alternated, then one more "
+                        "plain phase (default: 7; --quick 2, --smoke 1)")
     p.add_argument("--model-dir", default=DEFAULT_MODEL_DIR,
                    help="model directory greenfront serves (and the tokenizer limit loads)")
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"),

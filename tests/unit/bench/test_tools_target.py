@@ -57,22 +57,42 @@ def _round(phase: dict[str, Any], n: int, paired: bool) -> dict[str, Any]:
     return phase
 
 
-def test_alternated_rounds_are_each_judged_against_their_own_plain_phase_and_the_median_wins():
-    # The machine slowed down in round 2: both of its phases are slow, its ratio is not.
+def test_each_round_is_judged_against_the_plain_phases_around_it_and_the_median_wins():
+    # The machine slows by 4k tokens/s per round: against the plain phase before it alone,
+    # every tool-calling phase would read ~90%; against the mean of its two neighbours, 95%.
     phases = [_phase("stream", "matrix plain", 10_000, 16.0)]  # not a round: never paired
-    for n, (plain, tools) in enumerate([(40_000, 37_000), (20_000, 19_000), (40_000, 30_000)], 1):
-        phases.append(_round(_phase("stream", "paired", plain, 16.0), n, True))
-        phases.append(_round(_phase("stream-tools", "tools", tools, 16.0), n, False))
+    for n, plain in enumerate([40_000, 36_000, 32_000, 28_000], 1):
+        phases.append(_round(_phase("stream", "paired", plain, 16.0, 60.0), n, True))
+    for n, tools in enumerate([36_100, 32_300, 21_000], 1):
+        phases.append(_round(_phase("stream-tools", "tools", tools, 16.0, 50.0), n, False))
     rows = _judged(*phases)
     measured = rows["tokens/s"]["measured"]
-    assert measured.startswith("median of 3 alternated rounds: 92.5%; 92.5% (37.0k vs 40.0k")
-    assert "95.0% (19.0k vs 20.0k" in measured and "75.0% (30.0k vs 40.0k" in measured
+    assert measured.startswith("median of 3 rounds (each against the plain phases before and "
+                               "after it): 95.0%; 95.0% (36.1k vs 38.0k tokens/s; tokens/chunk "
+                               "50.0 vs 60.0)")
+    assert "95.0% (32.3k vs 34.0k" in measured and "70.0% (21.0k vs 30.0k" in measured
     assert rows["tokens/s"]["met"] is True
+    # CPU per 1k tokens: 16 s over 20 s at each rate; the plain side is the mean of the two.
     assert rows["server CPU per 1k tokens"]["measured"] == (
-        "median of 3 alternated rounds: 1.08× (each round 1.08×, 1.05×, 1.33×)")
+        "median of 3 rounds (each against the plain phases before and after it): 1.05× "
+        "(each round 1.05×, 1.05×, 1.42×)")
     assert rows["server CPU per 1k tokens"]["met"] is True
+
+
+def test_the_last_round_without_a_closing_plain_phase_is_judged_against_its_own():
+    phases = [_round(_phase("stream", "paired", 40_000, 16.0), 1, True),
+              _round(_phase("stream-tools", "tools", 38_000, 16.0), 1, False)]
+    assert _judged(*phases)["tokens/s"]["measured"].startswith("95.0% (38.0k vs 40.0k")
 
 
 def test_paired_plain_phases_are_not_the_configuration_s_stream_phase():
     paired = _round(_phase("stream", "paired", 40_000, 16.0), 1, True)
     assert report._find({"phases": [paired]}, "stream", kind="greenfront") is None
+
+
+def test_rounds_alternate_and_a_plain_phase_closes_the_run():
+    from bench.__main__ import Step, _schedule
+    step = Step("tools", ["stream-tools"], open=None, partner=object(), rounds=3)
+    order = [(n, "P" if ep == "plain" else "T") for n, ep, _ in _schedule(step, "tools", "plain")]
+    assert order == [(1, "P"), (1, "T"), (2, "P"), (2, "T"), (3, "P"), (3, "T"), (4, "P")]
+    assert step.phases == len(order)
