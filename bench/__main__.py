@@ -214,10 +214,12 @@ def _schedule(step: Step, endpoint: Any, partner: Any) -> Iterator[tuple[int | N
     PERF (measurement): this machine's speed drifts by up to 2x within a minute (the same
     pure-Python loop took 0.36-0.72 s in twelve runs 4 s apart), so one plain phase and one
     tool-calling phase minutes apart gave 79-113% for the same code; alternating them and
-    judging the median round keeps the drift out of the ratio. The closing plain phase: with
-    the plain phase always first, a speed that falls while the load goes on (six plain phases
-    in a row here: 24.0, 24.6, 21.6, 21.3, 21.2, 21.0k tokens/s) counted against the
-    tool-calling phase of every round."""
+    judging the median round keeps the drift out of the ratio. The closing plain phase: the
+    speed also moves within a run (six plain phases in a row: 24.0, 24.6, 21.6, 21.3, 21.2,
+    21.0k tokens/s; in one 7-round run the plain phases went from 14.9k to 23.3k), and with
+    the plain phase always first, a drift through a round counted against its tool-calling
+    phase alone; against the plain phases on both sides, a drift one way through a round
+    cancels out."""
     if partner is None:
         for scenario in step.scenarios:
             yield None, endpoint, scenario
