@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import requests
 
@@ -51,12 +52,16 @@ def test_non_reading_clients_do_not_grow_the_worker_and_are_aborted(make_server)
     srv = make_server(sim_args="--output-mode echo --ttft-ms 1 --itl-ms 2 --max-model-len 200000",
                       env={"GREENFRONT_CLIENT_STALL_TIMEOUT": str(TIMEOUT)})
     (worker,) = srv.worker_pids()
-    # Warm-up: the code paths and buffers a stream uses, then the baseline.
-    for _ in range(3):
+    # Warm-up: the code paths and buffers a stream uses, then the baseline. The three streams
+    # run at once (4 s each at 2 ms per token; one after another they were half this test).
+    def warm(_: int) -> str:
         r = requests.post(srv.url + "/v1/completions", timeout=60, json={
             "model": "tiny", "prompt": "a b c d", "max_tokens": 2000, "stream": True,
             "ignore_eos": True})
-        assert r.status_code == 200 and r.text.endswith("data: [DONE]\n\n")
+        assert r.status_code == 200
+        return r.text
+    with ThreadPoolExecutor(3) as pool:
+        assert all(text.endswith("data: [DONE]\n\n") for text in pool.map(warm, range(3)))
     baseline = _rss_mb(worker)
     clients = [_non_reader(srv.port) for _ in range(CLIENTS)]
     try:
