@@ -300,6 +300,11 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
+def _load_mean(phases: list[dict[str, Any]], key: str) -> float:
+    """The mean of a load figure over ``phases`` (the plain phases a round is judged against)."""
+    return _mean([p["load"][key] for p in phases])
+
+
 def tools_target(results: dict[str, Any], add) -> None:
     """Issue 8's target: the tool-calling streams' tokens/s within 10% of plain streaming (same
     configuration), and the same judged on server CPU per 1k tokens: a worker's hub runs at
@@ -310,8 +315,7 @@ def tools_target(results: dict[str, Any], add) -> None:
     pairs = _tools_pairs(results)
     if not pairs:
         return
-    rate = lambda ps: _mean([p["load"]["tokens_per_s"] for p in ps])  # noqa: E731
-    rates = [_ratio(t["load"]["tokens_per_s"], rate(ps)) for t, ps in pairs]
+    rates = [_ratio(t["load"]["tokens_per_s"], _load_mean(ps, "tokens_per_s")) for t, ps in pairs]
     costs = []
     for t, ps in pairs:
         cpu_t, cpu_p = _tokens_cpu(t), [_tokens_cpu(p) for p in ps]
@@ -323,10 +327,9 @@ def tools_target(results: dict[str, Any], add) -> None:
               "it): ") if len(pairs) > 1 else ""
     ratio = statistics.median(rates)
     each = ", ".join(
-        f"{r:.1%} ({_num(t['load']['tokens_per_s'])} vs {_num(rate(ps))} tokens/s; "
-        f"tokens/chunk {t['load']['tokens_per_event']:.1f} vs "
-        f"{_mean([p['load']['tokens_per_event'] for p in ps]):.1f})"
-        for r, (t, ps) in zip(rates, pairs))
+        f"{r:.1%} ({_num(t['load']['tokens_per_s'])} vs {_num(_load_mean(ps, 'tokens_per_s'))} "
+        f"tokens/s; tokens/chunk {t['load']['tokens_per_event']:.1f} vs "
+        f"{_load_mean(ps, 'tokens_per_event'):.1f})" for r, (t, ps) in zip(rates, pairs))
     measured = f"{rounds}{ratio:.1%}; " + each if rounds else each
     if ratio < 0.9:
         measured += f": missed by {0.9 - ratio:.1%}"
