@@ -48,3 +48,17 @@ def test_prefill_stats_start_a_new_run_and_a_single_output_is_untouched():
     stream.deliver(_out([2]))
     stream.deliver(_out([3], prefill_stats=PrefillStats(num_cached_tokens=1)))
     assert [o.new_token_ids for o, _ in stream.take()] == [[2], [3]]
+
+
+def test_a_run_merges_without_touching_the_outputs_it_was_made_of_and_ends_at_each_take():
+    stream = _stream()
+    first = _out([1])
+    stream.deliver(first)
+    stream.deliver(_out([2]))
+    [(merged, _)] = stream.take()
+    assert merged.new_token_ids == [1, 2] and first.new_token_ids == [1]
+    stream.deliver(_out([3]))
+    stream.deliver(_out([4], finish_reason=FinishReason.LENGTH))
+    [(merged, _)] = stream.take()
+    assert merged.new_token_ids == [3, 4] and merged.finish_reason == FinishReason.LENGTH
+    assert stream.finished and stream.take() == []
