@@ -55,6 +55,10 @@ PREFILL_WINDOW = 4
 #: Prompts up to this many tokens pre-fill the stream whole (their decode is cheap anyway).
 PREFILL_WHOLE_UP_TO = 64
 
+#: Tokens from the end of a run checked for an ASCII-ending text before it is stepped one
+#: token at a time (``IncrementalDetokenizer._decode_run``).
+_RUN_END_CHECKS = 4
+
 
 def stream_prefill(hf, prompt_token_ids: Sequence[int], skip_special_tokens: bool,
                    window: int | None = PREFILL_WINDOW) -> list[int]:
@@ -154,6 +158,10 @@ class IncrementalDetokenizer:
         prev_count = len(self._token_ids)
         # Text length after each new token, so a match can be mapped back to a token count.
         offsets = [len(self._text)] if self._stop else None
+        if offsets is None and len(to_decode) > 1 and not self._raw_adjacent_added:
+            self._token_ids.extend(to_decode)
+            self._text += self._decode_run(to_decode)
+            to_decode = ()
         for token_id in to_decode:
             self._token_ids.append(token_id)
             self._text += self._decode_next(token_id)
@@ -200,6 +208,50 @@ class IncrementalDetokenizer:
             if best is None or end < best_end:
                 best, best_end = (s, at), end
         return best
+
+    def _decode_run(self, ids: list[int]) -> str:
+        """The text of several new tokens, exactly as stepping them one at a time gives it.
+
+        The stream steps the longest head of ``ids`` that ends in a token whose own text ends
+        in an ASCII character in one call, the rest one at a time. Stepped one by one, the
+        last token of such a head always brings its text out (the decode then ends in a whole
+        character), so the head's text is the same whether it was emitted token by token or
+        at once; a head ending in a byte of a longer character would hold back text that the
+        tokens before it had already brought out.
+        PERF: a response that fell behind takes ~70 tokens at a time at 1,024 streams; stepped
+        at once they cost ~1.0 instead of ~2.0 us each (the bench's tool-call text, in a loop).
+        """
+        hf, skip = self._hf, self._skip_special_tokens
+        cut = len(ids)
+        try:
+            for _ in range(_RUN_END_CHECKS):
+                text = hf.decode([ids[cut - 1]], skip_special_tokens=skip)
+                if text and text[-1] < "\x80":
+                    break
+                cut -= 1
+                if cut < 2:
+                    break
+            else:
+                cut = 0
+        except (OverflowError, TypeError):  # an id no stream can take: one at a time
+            cut = 0
+        pieces = []
+        if cut >= 2:
+            try:
+                pieces.append(self._stream.step(hf, ids[:cut]) or "")
+            except (OverflowError, TypeError):
+                cut = 0  # an id the stream cannot take (nothing was added): one at a time
+            except Exception as e:
+                if not str(e).startswith(INVALID_PREFIX_MESSAGE):
+                    raise
+                # vllm#17448, as in ``_step``: restart without the prompt, then one at a time.
+                log.warning("decode stream reset after invalid prefix in a run of tokens")
+                self._stream = DecodeStream(skip_special_tokens=skip)
+                cut = 0
+        else:
+            cut = 0
+        pieces.extend(self._decode_next(token_id) for token_id in ids[cut:])
+        return "".join(pieces)
 
     def _decode_next(self, token_id: int) -> str:
         piece = self._step(token_id)
