@@ -62,13 +62,15 @@ class LocalHistogram:
         self._sum = 0.0
         self._batch = batch
 
-    def observe(self, value: float) -> None:
+    def observe(self, value: float, times: int = 1) -> None:
+        """Count ``value`` ``times`` times (the inter-token gaps of one engine step are mostly
+        one and the same value)."""
         if not self._count:
             self._batch.dirty.append(self)
-        self._count += 1
-        self._sum += value
+        self._count += times
+        self._sum += value * times
         if self._bounds:
-            self._counts[bisect_left(self._bounds, value)] += 1
+            self._counts[bisect_left(self._bounds, value)] += times
 
     def detach(self) -> tuple:
         pending = (_add_observations, self._child, self._counts, self._count, self._sum)

@@ -46,6 +46,18 @@ def test_batched_histograms_counters_and_summaries_scrape_like_direct_updates():
     assert _scrape(reg_batched) == _scrape(reg_direct)
 
 
+def test_a_value_observed_several_times_at_once_scrapes_like_each_time():
+    batch = Batch()
+    direct, batched, reg_direct, reg_batched = _pair(Histogram, buckets=(0.01, 0.3, 1.0, 7.5))
+    local = batch.histogram(batched.labels("x"))
+    for value, times in ((0.25, 3), (0.3, 1), (2.0, 4)):  # values exact in binary sums
+        for _ in range(times):
+            direct.labels("x").observe(value)
+        local.observe(value, times)
+    batch.flush()
+    assert _scrape(reg_batched) == _scrape(reg_direct)
+
+
 def test_token_buckets_follow_vllms_one_two_five_series():
     assert one_two_five(2048) == (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000)
     assert one_two_five(100) == (1, 2, 5, 10, 20, 50, 100)
