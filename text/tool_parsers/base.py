@@ -9,9 +9,13 @@ parsed once when the generation ends).
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, ClassVar, Mapping, Sequence
 
 from text.parsed import DeltaParts, ExtractedToolCalls, ToolCallDelta
+
+
+log = logging.getLogger("greenfront.tool_parsers")
 
 
 class MissingMarkerTokens(ValueError):
@@ -72,7 +76,13 @@ class ToolParser:
         self.previous_text = self.text
         self.text += delta_text
         self.token_ids.extend(delta_ids)
-        return self._stream(delta_text, delta_ids)
+        try:
+            return self._stream(delta_text, delta_ids)
+        except Exception:  # noqa: BLE001
+            # As vLLM's parsers do: a delta the parser fails on is logged and streams nothing;
+            # the response goes on (a failure here must not break the stream).
+            log.exception("%s tool parser failed on a streamed delta", self.name)
+            return None
 
     def _stream(self, delta_text: str, delta_ids: Sequence[int]) -> DeltaParts | None:
         raise NotImplementedError

@@ -88,8 +88,8 @@ class DeepSeekV3ToolParser(ToolParser):
         elif starts > ends:
             part, rest = self.text.split(CALL)[-1], None
         elif starts == ends and ends >= before[CALL_END]:
-            if len(self._last) <= self._index:
-                return None  # closed before anything was parsed
+            if not 0 <= self._index < len(self._last):
+                return None  # closed before anything was parsed (or opened in this delta)
             if self._last[self._index].get("arguments"):
                 if '"}' not in text:
                     return None

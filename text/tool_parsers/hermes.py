@@ -109,8 +109,9 @@ class HermesToolParser(ToolParser):
         # PERF: regions already closed and fully sent are not scanned again (vLLM re-scans the
         # whole output on every delta: 9x the detokenizer's cost per token at 256 tokens).
         regions = self._regions(text, self._scan_from)
+        closed = self._closed  # the first region's index (``_closed`` moves inside the loop)
         for offset, (body, complete, end, body_start, held) in enumerate(regions):
-            i = self._closed + offset
+            i = closed + offset
             if i >= len(self._names):
                 match = _NAME.search(body)
                 if match is None:

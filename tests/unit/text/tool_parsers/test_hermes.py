@@ -98,3 +98,22 @@ def test_the_fast_path_inside_arguments_streams_what_the_full_scan_does(vocab):
         for size in (1, 2, 3, 5, 8, 13):
             pieces = [text[i:i + size] for i in range(0, len(text), size)]
             assert _deltas(vocab, pieces, False) == _deltas(vocab, pieces, True), (text, size)
+
+
+def test_deltas_of_any_size_stream_the_calls_that_extract_finds(vocab):
+    # A response that fell behind takes many tokens as one delta: one delta may close a call
+    # and open the next (its index then follows the closed one's, never skips one).
+    from tests.unit.text.tool_parsers.conftest import accumulate
+    call = ('<tool_call>\n{"name": "search_flights", "arguments": {"origin": "Paris", '
+            '"passengers": 2}}\n</tool_call>\n')
+    for text in ("Sure. " + call * 3, call * 4 + "<tool_call>\n{\"name\": \"f\", \"argu"):
+        whole = parser(vocab).extract(text)
+        for size in (1, 7, 40, 60, 131, 200, len(text)):
+            p = parser(vocab)
+            got = accumulate([p.feed(text[i:i + size]) for i in range(0, len(text), size)]
+                             + [p.flush()])
+            calls = [got["calls"][i] for i in sorted(got["calls"])]
+            assert sorted(got["calls"]) == list(range(len(calls))), (size, got["calls"].keys())
+            if whole.calls:
+                assert [(c["name"], c["arguments"]) for c in calls] == [
+                    (c.name, c.arguments) for c in whole.calls], size
