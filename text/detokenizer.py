@@ -161,12 +161,12 @@ class IncrementalDetokenizer:
         if offsets is None and len(to_decode) > 1 and not self._raw_adjacent_added:
             self._token_ids.extend(to_decode)
             self._text += self._decode_run(to_decode)
-            to_decode = ()
-        for token_id in to_decode:
-            self._token_ids.append(token_id)
-            self._text += self._decode_next(token_id)
-            if offsets is not None:
-                offsets.append(len(self._text))
+        else:
+            for token_id in to_decode:
+                self._token_ids.append(token_id)
+                self._text += self._decode_next(token_id)
+                if offsets is not None:
+                    offsets.append(len(self._text))
         if withheld is not None:
             self._token_ids.append(withheld)
             if offsets is not None:
@@ -221,24 +221,11 @@ class IncrementalDetokenizer:
         PERF: a response that fell behind takes ~70 tokens at a time at 1,024 streams; stepped
         at once they cost ~1.0 instead of ~2.0 us each (the bench's tool-call text, in a loop).
         """
-        hf, skip = self._hf, self._skip_special_tokens
-        cut = len(ids)
-        try:
-            for _ in range(_RUN_END_CHECKS):
-                text = hf.decode([ids[cut - 1]], skip_special_tokens=skip)
-                if text and text[-1] < "\x80":
-                    break
-                cut -= 1
-                if cut < 2:
-                    break
-            else:
-                cut = 0
-        except (OverflowError, TypeError):  # an id no stream can take: one at a time
-            cut = 0
+        cut = self._run_head(ids)
         pieces = []
-        if cut >= 2:
+        if cut:
             try:
-                pieces.append(self._stream.step(hf, ids[:cut]) or "")
+                pieces.append(self._stream.step(self._hf, ids[:cut]) or "")
             except (OverflowError, TypeError):
                 cut = 0  # an id the stream cannot take (nothing was added): one at a time
             except Exception as e:
@@ -246,12 +233,24 @@ class IncrementalDetokenizer:
                     raise
                 # vllm#17448, as in ``_step``: restart without the prompt, then one at a time.
                 log.warning("decode stream reset after invalid prefix in a run of tokens")
-                self._stream = DecodeStream(skip_special_tokens=skip)
+                self._stream = DecodeStream(skip_special_tokens=self._skip_special_tokens)
                 cut = 0
-        else:
-            cut = 0
         pieces.extend(self._decode_next(token_id) for token_id in ids[cut:])
         return "".join(pieces)
+
+    def _run_head(self, ids: list[int]) -> int:
+        """How many tokens of ``ids`` to step at once: up to the last of its final
+        ``_RUN_END_CHECKS`` tokens whose own text ends in ASCII, or 0 (one at a time) when there
+        is none, the head would be a single token, or an id cannot be decoded."""
+        hf, skip = self._hf, self._skip_special_tokens
+        try:
+            for cut in range(len(ids), max(len(ids) - _RUN_END_CHECKS, 1), -1):
+                text = hf.decode([ids[cut - 1]], skip_special_tokens=skip)
+                if text and text[-1] < "\x80":
+                    return cut
+        except (OverflowError, TypeError):  # an id no stream can take
+            pass
+        return 0
 
     def _decode_next(self, token_id: int) -> str:
         piece = self._step(token_id)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from tests.unit.text.tool_parsers.conftest import stream
+from tests.unit.text.tool_parsers.conftest import accumulate, stream
 from text.tool_parsers import get_tool_parser
 
 CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
@@ -103,7 +103,6 @@ def test_the_fast_path_inside_arguments_streams_what_the_full_scan_does(vocab):
 def test_deltas_of_any_size_stream_the_calls_that_extract_finds(vocab):
     # A response that fell behind takes many tokens as one delta: one delta may close a call
     # and open the next (its index then follows the closed one's, never skips one).
-    from tests.unit.text.tool_parsers.conftest import accumulate
     call = ('<tool_call>\n{"name": "search_flights", "arguments": {"origin": "Paris", '
             '"passengers": 2}}\n</tool_call>\n')
     for text in ("Sure. " + call * 3, call * 4 + "<tool_call>\n{\"name\": \"f\", \"argu"):
