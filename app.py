@@ -13,7 +13,7 @@ import logging
 import falcon
 import gevent
 
-from config import Config
+from base.config import Config
 from middleware import errors as error_handlers
 from middleware.auth import AuthMiddleware
 from middleware.drain import DrainMiddleware

@@ -19,7 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from config import Config  # noqa: E402
+from base.config import Config  # noqa: E402
 from runtime.shutdown import plan  # noqa: E402
 
 _config = Config.from_env()

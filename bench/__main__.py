@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench import report, soak
-from host import default_worker_count
+from base.host import default_worker_count
 from bench.deploy import (
     DEFAULT_MODEL_DIR,
     MARKER_MODEL_DIR,

@@ -22,7 +22,7 @@ import os
 import struct
 from dataclasses import dataclass
 
-from errors import ApiError
+from base.errors import ApiError
 
 REASONS = ("max_num_queued_reqs", "max_num_queued_tokens")
 _SLOT = struct.Struct("<qq")  # in-flight engine requests, prompt tokens still in prefill

@@ -40,10 +40,10 @@ from engine.request_stats import RequestTiming
 from engine.stream import RequestStream, Waker, deliver_all, fail_all
 from engine.transport import Transport
 from engine.utility_calls import PING_METHOD, UtilityCalls
-from errors import (ApiError, EngineDead, EngineStalled, EngineUnavailable, InvalidRequest,
+from base.errors import (ApiError, EngineDead, EngineStalled, EngineUnavailable, InvalidRequest,
                     ServerError)
 from engine.io_thread import EngineThread
-from handoff import HubInbox, run_each
+from base.handoff import HubInbox, run_each
 
 log = logging.getLogger("greenfront.engine")
 

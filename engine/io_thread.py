@@ -16,7 +16,7 @@ import gevent
 import gevent.event
 from gevent import monkey
 
-from handoff import HubInbox, run_each
+from base.handoff import HubInbox, run_each
 
 log = logging.getLogger("greenfront.engine_thread")
 

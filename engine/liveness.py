@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from errors import EngineStalled
+from base.errors import EngineStalled
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import gevent.event
 import msgspec
 
-from errors import ApiError
+from base.errors import ApiError
 
 
 class Waker:

@@ -15,7 +15,7 @@ from typing import Any
 
 import gevent.event
 
-from errors import ApiError, ServerError
+from base.errors import ApiError, ServerError
 
 #: Call ids of the liveness pings: far above the hub's utility call ids (counted from 1).
 _PING_CALL_IDS = 1 << 48

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from settings import lora_module_list
+from base.settings import lora_module_list
 
 #: vLLM frontend options whose behaviour greenfront does not have. Setting any of them to a
 #: non-default value is refused rather than silently ignored.

@@ -11,7 +11,7 @@ import hmac
 
 import falcon
 
-from errors import Unauthorized
+from base.errors import Unauthorized
 
 GUARDED_PREFIXES = ("/v1", "/v2", "/inference", "/cohere")
 

@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 import falcon
 
-import jsonio
-from errors import ApiError, ServerError
+from base import jsonio
+from base.errors import ApiError, ServerError
 from streaming.error_response import JSON, http_parts
 
 log = logging.getLogger("greenfront.errors")

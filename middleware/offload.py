@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Iterator
 import gevent
 import gevent.socket
 
-from errors import ApiError, PayloadTooLarge, ServerError
+from base.errors import ApiError, PayloadTooLarge, ServerError
 from middleware.errors import wsgi_error
 from middleware.slow_clients import WriteWatch, bound_send_buffer
 from runtime.cancellation import CANCEL_KEY, Cancellation

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import falcon
 
 from resources.request_body import read_json
-from errors import InvalidRequest
+from base.errors import InvalidRequest
 from resources.common.output import RequestState
 from resources.common.sse import error_event
 from resources.request_headers import apply_request_headers

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import falcon
 
-import jsonio
-from errors import EngineStalled, EngineUnavailable
+from base import jsonio
+from base.errors import EngineStalled, EngineUnavailable
 from runtime.request_pool import get_pool
 from runtime.state import WorkerState
 

@@ -8,7 +8,7 @@ import secrets
 
 import falcon
 
-import jsonio
+from base import jsonio
 from runtime.lora_registry import lora_registry, uses_adapters
 from runtime.state import WorkerState
 

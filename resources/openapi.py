@@ -17,7 +17,7 @@ from typing import Any
 import falcon
 import falcon.inspect
 
-import jsonio
+from base import jsonio
 from resources.health import VERSION
 from resources.openapi_checks import with_checks
 

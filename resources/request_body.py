@@ -8,8 +8,8 @@ from typing import Any
 
 import falcon
 
-import jsonio
-from errors import RequestValidationError
+from base import jsonio
+from base.errors import RequestValidationError
 
 
 def read_json(req: falcon.Request) -> Any:

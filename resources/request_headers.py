@@ -16,7 +16,7 @@ from typing import Any
 
 import falcon
 
-from errors import InvalidRequest
+from base.errors import InvalidRequest
 
 PRIORITY_HEADER = "X-Vllm-Priority"
 SESSION_ID_HEADER = "X-Session-ID"

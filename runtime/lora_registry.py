@@ -24,10 +24,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import jsonio
-from config import Config
+from base import jsonio
+from base.config import Config
 from engine.protocol import LoRARequest
-from errors import InvalidRequest, NotFound
+from base.errors import InvalidRequest, NotFound
 
 log = logging.getLogger("greenfront.lora")
 

@@ -27,8 +27,8 @@ from typing import Any, Callable
 from gevent.event import AsyncResult
 from gevent.threadpool import ThreadPool
 
-from config import Config
-from handoff import HubInbox, run_each
+from base.config import Config
+from base.handoff import HubInbox, run_each
 
 log = logging.getLogger("greenfront.pool")
 

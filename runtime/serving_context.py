@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from engine.protocol import LoRARequest
-from errors import ModelNotFound
+from base.errors import ModelNotFound
 from text.output_parsers import OutputParsers
 
 

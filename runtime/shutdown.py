@@ -23,7 +23,7 @@ from typing import Callable
 import gevent
 import gevent.event
 
-from errors import EngineUnavailable
+from base.errors import EngineUnavailable
 
 log = logging.getLogger("greenfront.shutdown")
 

@@ -17,8 +17,8 @@ from typing import Callable
 
 import gevent
 
-import token_ids
-from config import Config
+from base import token_ids
+from base.config import Config
 from engine.admission import Admission, SharedCounts
 from engine.client import EngineClient
 from runtime.hub_lag import HubLagMonitor

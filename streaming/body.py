@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Iterator, Protocol
 
-from errors import ApiError
+from base.errors import ApiError
 from runtime.cancellation import Cancellation
 from streaming.error_response import http_parts, status_line
 from streaming.submit import Generation

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import http
 
-import jsonio
-from errors import ApiError
+from base import jsonio
+from base.errors import ApiError
 
 JSON = "application/json"
 

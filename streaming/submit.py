@@ -16,7 +16,7 @@ from engine.admission import Group
 from engine.client import EngineClient
 from engine.protocol import EngineCoreRequest, SamplingParams
 from engine.stream import RequestStream, Waker
-from errors import ApiError
+from base.errors import ApiError
 from runtime.cancellation import Cancellation
 
 

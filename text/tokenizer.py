@@ -21,7 +21,7 @@ from typing import Any
 import tokenizers
 
 from text.model_dir import ModelFiles
-from token_ids import TokenIds
+from base.token_ids import TokenIds
 
 BACKENDS = ("fastokens", "hf")
 

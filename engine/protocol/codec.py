@@ -25,7 +25,7 @@ from engine.protocol.handshake import EngineCoreReadyResponse
 from engine.protocol.ndarray import CUSTOM_TYPE_RAW_VIEW
 from engine.protocol.outputs import EngineCoreOutputs, UtilityOutput
 from engine.protocol.requests import EngineCoreRequest, RequestType
-from token_ids import TokenIds
+from base.token_ids import TokenIds
 
 __all__ = [
     "ENGINE_CORE_DEAD",

@@ -17,7 +17,7 @@ import logging
 
 import falcon
 
-from config import Config
+from base.config import Config
 from resources.admin import dev, lora
 from runtime.lora_registry import LoraAdapter, LoraRegistry, adapter_lookup, lora_registry
 from runtime.state import WorkerState

@@ -56,8 +56,8 @@ from typing import Callable
 import falcon
 import msgspec
 
-import jsonio
-from errors import ApiError, RequestValidationError
+from base import jsonio
+from base.errors import ApiError, RequestValidationError
 from resources.admin.engines import (
     NO_TIMEOUT,
     Query,

@@ -15,9 +15,9 @@ from typing import Any
 import falcon
 import gevent
 
-import jsonio
+from base import jsonio
 from engine.client import EngineClient
-from errors import ApiError, ServerError
+from base.errors import ApiError, ServerError
 from resources.common.fields import INVALID, Validator, validation_error
 from runtime.state import WorkerState
 

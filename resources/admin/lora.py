@@ -33,8 +33,8 @@ from typing import Any
 
 import falcon
 
-from config import Config
-from errors import NotFound, ServerError
+from base.config import Config
+from base.errors import NotFound, ServerError
 from resources.admin.engines import NO_TIMEOUT, call_each, engine_client
 from resources.common.fields import (
     MISSING,

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-import jsonio
-from errors import InvalidRequest
+from base import jsonio
+from base.errors import InvalidRequest
 from resources.chat import tool_choice, types, validate
 from resources.chat.parsing import ChatParsing
 from resources.common.fields import parse_struct, require_object

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jsonio import dumps
+from base.jsonio import dumps
 from runtime.serving_context import ServingContext
 from resources.common.logprobs import chat_logprobs, prompt_logprobs_json
 from resources.common.output import ChoiceDelta, RequestState

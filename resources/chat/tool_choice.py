@@ -21,7 +21,7 @@ import copy
 import json
 from typing import Any
 
-from errors import InvalidRequest
+from base.errors import InvalidRequest
 from text.parsed import DeltaParts, ToolCall, ToolCallDelta
 from text.tool_parsers.ids import new_call_id
 from text.tool_parsers.json_scan import scan_object_array

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from errors import InvalidRequest
+from base.errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.fields import INVALID, add_error, described, with_schema
 from resources.common.sampling_rules import (Refusable, check_logprob_counts,

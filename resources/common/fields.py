@@ -19,7 +19,7 @@ import math
 import re
 from typing import Any, Callable, TypeVar
 
-from errors import RequestValidationError
+from base.errors import RequestValidationError
 
 INVALID = object()
 """Returned by a validator that appended at least one error."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from engine.protocol import FinishReason, finish_reason_str
-from errors import ServerError
+from base.errors import ServerError
 from runtime.serving_context import ServingContext
 from resources.common.logprobs import (Namer, Position, chat_logprobs, completion_logprobs,
                                        positions_from)

@@ -18,7 +18,7 @@ import msgspec
 
 from engine.protocol import (OutputKind, SamplingParams, SamplingParamsError,
                              validate_sampling_params)
-from errors import InvalidRequest
+from base.errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.fields import (INVALID, SLOW, Field, Validator, add_error, described,
                                      fields_schema, v_bool, v_dict, v_float, v_int, v_int_list,

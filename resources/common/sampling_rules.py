@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from errors import InvalidRequest
+from base.errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.structured_outputs import (check_structural_tags, structural_tag_text,
                                                  wire_map)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from errors import ApiError
-from jsonio import dumps
+from base.errors import ApiError
+from base.jsonio import dumps
 
 DONE = b"data: [DONE]\n\n"
 

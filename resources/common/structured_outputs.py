@@ -27,7 +27,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from errors import InvalidRequest
+from base.errors import InvalidRequest
 
 MAX_NESTING = 64
 #: Structural tags may wrap schemas in this many more levels (vLLM's allowance).

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from errors import InvalidRequest
+from base.errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.fields import parse_struct, require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id

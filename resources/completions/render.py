@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jsonio import dumps
+from base.jsonio import dumps
 from resources.common.logprobs import completion_logprobs, prompt_logprobs_json
 from resources.common.output import ChoiceDelta, RequestState
 from resources.common.prepared import PreparedRequest

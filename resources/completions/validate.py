@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from errors import InvalidRequest
+from base.errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.sampling import plain_error
 from resources.common.sampling_rules import (check_logprob_counts, check_raw_constraints,

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from engine.protocol import SamplingParams, SamplingParamsError, validate_sampling_params
-from errors import InvalidRequest
+from base.errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.fields import require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id

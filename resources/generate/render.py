@@ -26,7 +26,7 @@ import math
 from itertools import islice
 from typing import Any, Callable, Sequence
 
-from jsonio import dumps
+from base.jsonio import dumps
 from runtime.serving_context import ServingContext
 from resources.common.logprobs import FLOOR, Position, decoded, prompt_logprobs_json, python_float
 from resources.common.output import ChoiceDelta, ChoiceState, RequestState

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from errors import InvalidRequest
+from base.errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.fields import add_error, collect_fields, validation_error
 from resources.common.sampling import max_tokens_for

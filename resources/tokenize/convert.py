@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from errors import InvalidRequest
-from jsonio import dumps
+from base.errors import InvalidRequest
+from base.jsonio import dumps
 from resources.chat.convert import render_prompt
 from resources.chat.validate import check_template_trust
 from runtime.serving_context import ServingContext

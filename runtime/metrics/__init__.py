@@ -21,7 +21,7 @@ from typing import Any
 
 import gevent
 
-from handoff import HubInbox
+from base.handoff import HubInbox
 from runtime.metrics.engine_side import EngineStepRecorder
 from runtime.metrics.families import (ADMISSION_REASONS, CACHE_CONFIG_FAMILY, CACHE_INFO_FIELDS,
                                       CACHE_TIERS, ENGINE_LABELS, FINISHED_REASONS,

@@ -6,8 +6,8 @@ from typing import Any, Callable
 
 import pytest
 
-from errors import ApiError
-from jsonio import dumps
+from base.errors import ApiError
+from base.jsonio import dumps
 
 ENVELOPE_KEYS = {"message", "type", "param", "code"}
 

@@ -5,9 +5,9 @@ import logging
 
 import pytest
 
-import config
-import host
-from config import README, REQUEST_THREADS_CAP, Config, readme_with_table
+from base import config
+from base import host
+from base.config import README, REQUEST_THREADS_CAP, Config, readme_with_table
 
 
 def test_defaults_without_environment():
@@ -69,7 +69,7 @@ def test_worker_sockets_are_ipc_paths_unless_engines_handshake_over_tcp():
 
 
 def test_readme_settings_table_is_made_from_the_declarations():
-    """Regenerate with ``.venv/bin/python -m config --readme`` after declaring a setting."""
+    """Regenerate with ``.venv/bin/python -m base.config --readme`` after declaring a setting."""
     with open(README, encoding="utf-8") as f:
         text = f.read()
     assert readme_with_table(text) == text

@@ -7,10 +7,10 @@ import msgspec
 import numpy as np
 import pytest
 
-import jsonio
+from base import jsonio
 from engine.protocol import EngineCoreRequest, SamplingParams, codec
 from text.tokenizer import Tokenizer
-from token_ids import TokenIds, as_list
+from base.token_ids import TokenIds, as_list
 
 MODEL_DIR = os.environ.get("GREENFRONT_TEST_MODEL_DIR", "models/tekken-tiny")
 

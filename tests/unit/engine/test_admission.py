@@ -5,7 +5,7 @@ from __future__ import annotations
 from engine.admission import Admission, AdmissionRejected, Group, SharedCounts
 from engine.registry import RequestRegistry
 from engine.stream import RequestStream, Waker
-from errors import ApiError
+from base.errors import ApiError
 from middleware.errors import http_parts
 
 

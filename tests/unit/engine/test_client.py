@@ -17,7 +17,7 @@ from engine.client import EngineClient
 from engine.protocol import (EngineCoreOutput, EngineCoreOutputs, EngineCoreRequest, RequestType,
                              SamplingParams)
 from engine.stream import Waker
-from errors import EngineDead, EngineUnavailable, InvalidRequest
+from base.errors import EngineDead, EngineUnavailable, InvalidRequest
 from tests.support.fake_engine import FakeEngine
 from tests.support.waiting import wait_in_hub as _wait
 

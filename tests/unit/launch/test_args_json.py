@@ -75,7 +75,7 @@ def test_http_options_become_settings():
 
 
 def test_lora_modules_become_the_setting_in_both_of_vllms_forms():
-    from config import Config
+    from base.config import Config
     args = {"model_tag": "/m", "lora_modules": [
         {"name": "sql", "path": "/a/sql", "base_model_name": None, "is_3d_lora_weight": False}]}
     settings = settings_from_args_json(json.dumps(args))

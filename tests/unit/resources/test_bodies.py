@@ -6,7 +6,7 @@ from __future__ import annotations
 import gevent
 
 from engine.protocol import EngineCoreOutput
-from errors import ServerError
+from base.errors import ServerError
 from resources.completions.convert import prepare_completion
 from resources.completions.render import CompletionStreamRenderer, render_completion_response
 from tests.support.bodies import BodyRun

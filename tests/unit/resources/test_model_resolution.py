@@ -13,8 +13,8 @@ import msgspec
 import pytest
 
 from engine.protocol import EngineCoreRequest, LoRARequest, encode_add
-from errors import ApiError, ModelNotFound
-from jsonio import dumps
+from base.errors import ApiError, ModelNotFound
+from base.jsonio import dumps
 from runtime.lora_registry import LoraRegistry
 from resources.chat.convert import prepare_chat
 from resources.completions.convert import prepare_completion

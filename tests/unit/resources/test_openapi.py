@@ -7,7 +7,7 @@ import pytest
 import schemathesis
 
 from app import build_api
-from config import Config
+from base.config import Config
 from resources.chat import types as chat_types
 from resources.common.fields import INVALID, MISSING, schema_of
 from resources.completions import types as completion_types
@@ -102,7 +102,7 @@ OUTSIDE = [("n", 0, 1), ("presence_penalty", 2.5, 2.0), ("frequency_penalty", -2
                          ids=[f"{n}={o!r}" for n, o, _ in OUTSIDE])
 def test_published_bounds_are_checks_the_server_makes(ctx, document, endpoint, name, outside,
                                                       inside):
-    from errors import ApiError
+    from base.errors import ApiError
     from resources.chat.convert import prepare_chat
     from resources.completions.convert import prepare_completion
     component, prepare, base = {
@@ -134,7 +134,7 @@ def test_published_bounds_are_checks_the_server_makes(ctx, document, endpoint, n
     ("ChatCompletionRequest", {"messages": [{"role": "user", "content": "x"}], "tools": []}),
 ])
 def test_published_required_and_non_empty_inputs_are_checked(ctx, document, component, body):
-    from errors import ApiError
+    from base.errors import ApiError
     from resources.chat.convert import prepare_chat
     from resources.completions.convert import prepare_completion
     prepare = prepare_completion if component == "CompletionRequest" else prepare_chat

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from engine.protocol import EngineCoreOutput, LogprobsLists, PrefillStats, encode_ndarray
-from errors import ServerError
-from jsonio import dumps
+from base.errors import ServerError
+from base.jsonio import dumps
 from resources.chat import prepare_chat
 from resources.chat.render import render_chat_response
 from resources.common.output import RequestState

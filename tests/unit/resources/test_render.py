@@ -11,7 +11,7 @@ from resources.chat import prepare_chat
 from resources.chat.render import render_chat_response
 from resources.common.output import RequestState
 from resources.common.sse import error_event
-from errors import ServerError
+from base.errors import ServerError
 from tests.support.normalize import normalized_text
 
 FRANCE = [3795, 115370, 73750, 4756, 27797, 35424, 4756, 27797]

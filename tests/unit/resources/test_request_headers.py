@@ -6,7 +6,7 @@ import msgspec
 import pytest
 
 from engine.protocol import encode_add
-from errors import InvalidRequest
+from base.errors import InvalidRequest
 from resources.completions import prepare_completion
 from resources.generate.convert import prepare_generate
 from resources.request_headers import apply_request_headers

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from errors import InvalidRequest
+from base.errors import InvalidRequest
 from resources.common import structured_outputs as so
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from errors import ApiError
-from jsonio import dumps
+from base.errors import ApiError
+from base.jsonio import dumps
 from resources.tokenize import detokenize, tokenize
 
 CASES = [

@@ -5,7 +5,7 @@ import gevent
 from gevent import monkey
 
 from engine.io_thread import EngineThread
-from handoff import HubInbox
+from base.handoff import HubInbox
 
 _start_new_thread = monkey.get_original("_thread", "start_new_thread")
 

@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from config import Config
-from errors import EngineDead, EngineUnavailable
+from base.config import Config
+from base.errors import EngineDead, EngineUnavailable
 from runtime.state import WorkerState, server_template_kwargs
 from tests.support.fake_engine import FakeEngine
 from tests.support.waiting import wait_in_hub

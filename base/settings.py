@@ -190,7 +190,7 @@ def setting(env: tuple[str, ...], parse: Callable[[str], Any], default: Any, doc
     return dataclasses.field(default=default, metadata={"setting": decl})
 
 
-TABLE_BEGIN = "<!-- settings table: generated from config.py by `python -m config --readme` -->"
+TABLE_BEGIN = "<!-- settings table: generated from config.py by `python -m base.config --readme` -->"
 TABLE_END = "<!-- end of settings table -->"
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import orjson
 
-from errors import RequestValidationError
-from token_ids import TokenIds
+from base.errors import RequestValidationError
+from base.token_ids import TokenIds
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 

@@ -3,7 +3,7 @@
 Every setting is declared once, as a field of ``Config`` made by ``settings.setting(...)``: its
 environment names (the first wins; later ones are fallbacks, e.g. vLLM's or vllm-rs's names), the
 parser, the default and a one-line description. From these declarations come ``Config.from_env``, the
-README's settings table (``python -m config --readme`` rewrites it; ``tests/unit/test_config.py``
+README's settings table (``python -m base.config --readme`` rewrites it; ``tests/unit/test_config.py``
 fails when it is stale) and the redacted config that ``GET /server_info`` reports.
 
 Adding a setting is one declaration::
@@ -11,7 +11,7 @@ Adding a setting is one declaration::
     my_knob: int = setting(("GREENFRONT_MY_KNOB",), positive_int, 8,
                            "what it changes, for the README")
 
-then ``.venv/bin/python -m config --readme`` to regenerate the README table. Pass ``shown=`` when
+then ``.venv/bin/python -m base.config --readme`` to regenerate the README table. Pass ``shown=`` when
 the default needs words (a computed default), ``secret=True`` for values ``/server_info`` must not
 show, ``empty_is_value=True`` when an empty variable means something (otherwise it is unset).
 
@@ -30,8 +30,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-from host import WORKERS_CAP, default_worker_count, local_model_dir, reachable_host
-from settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
+from base.host import WORKERS_CAP, default_worker_count, local_model_dir, reachable_host
+from base.settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
     REQUEST_THREADS_CAP, Setting, boolean, capped_threads, choice, fingerprint, gc_thresholds,
     generation_config, json_object, json_strings, lora_module_list, names, niceness,
     non_negative_float,
@@ -47,7 +47,7 @@ SWITCH_INTERVAL_DEFAULT = 0.0005
 #: (gc.callbacks timing, make bench's stream phase). Objects die by reference counting anyway.
 GC_THRESHOLD_DEFAULT = (20000, 50, 20)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
 DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
 README = os.path.join(HERE, "README.md")
 
@@ -436,7 +436,7 @@ def readme_with_table(text: str) -> str:
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--readme"]:
-        raise SystemExit("usage: python -m config --readme   (rewrites README.md's settings table)")
+        raise SystemExit("usage: python -m base.config --readme   (rewrites README.md's settings table)")
     with open(README, encoding="utf-8") as f:
         current = f.read()
     with open(README, "w", encoding="utf-8") as f:
