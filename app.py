@@ -32,16 +32,25 @@ from resources.health import (HealthResource, LoadResource, MetricsResource, Rea
 from resources.models import ModelsResource
 from resources.openapi import OpenApiResource
 from resources.tokenize.resource import DetokenizeResource, TokenizeResource
-from runtime import accept, shutdown
+from runtime import shutdown
 from runtime.request_pool import get_pool
 from runtime.lora_registry import lora_registry
 from runtime.state import WorkerState
+from runtime.worker import current_serving
 
 
-def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddleware | RootPath:
+def build_api(config: Config, state: WorkerState | None = None,
+              drain: shutdown.Drain | None = None) -> DrainMiddleware | RootPath:
     """The WSGI callable: the Falcon app wrapped by the offload driver, the HTTP metrics, CORS,
-    request ids and the drain."""
+    request ids and the drain. A greenfront worker passes the state and drain it made
+    (``runtime.worker``); built bare (tests), they are made here."""
     state = state or WorkerState(config)
+    drain = drain or shutdown.Drain.for_worker(config, state)
+    return _wrap(build_falcon_app(config, state), config, state, drain)
+
+
+def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
+    """The Falcon app: error handlers, auth and every route."""
     app = falcon.App(middleware=[AuthMiddleware(config.api_keys)])
     error_handlers.install(app)
 
@@ -65,7 +74,12 @@ def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddlewa
         registry = lora_registry(config)
         state.engines_ready_hooks.append(
             lambda: gevent.spawn(load_static_modules, state, registry))
+    return app
 
+
+def _wrap(app: falcon.App, config: Config, state: WorkerState,
+          drain: shutdown.Drain) -> DrainMiddleware | RootPath:
+    """The WSGI layers around the Falcon app, innermost first."""
     offload = OffloadMiddleware(
         app,
         pool=lambda: get_pool(config),
@@ -76,8 +90,6 @@ def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddlewa
     )
     # Outermost: a request's HTTP metrics cover all of it, a stream until its last byte.
     api = HttpMetrics(offload, state.metrics, lambda path: _route_template(app, path))
-    api.falcon_app = app  # the routes, as resources.openapi and its tests read them
-    api.state = state  # for gunicorn's hooks (post_worker_init starts it, worker_exit stops it)
     if config.enable_server_load_tracking:
         api = LoadTracking(api, state)
     # As vLLM stacks them: request ids outside, then (auth, inside Falcon) CORS.
@@ -85,22 +97,9 @@ def build_api(config: Config, state: WorkerState | None = None) -> DrainMiddlewa
                 list(config.allowed_headers), config.allow_credentials)
     if config.enable_request_id_headers:
         wsgi = RequestId(wsgi)
-    wsgi = DrainMiddleware(wsgi, _drain(config, state))
+    wsgi = DrainMiddleware(wsgi, drain)
     # Outermost, so that every layer (the drain's probe paths too) sees the path without it.
     return RootPath(wsgi, config.root_path) if config.root_path else wsgi
-
-
-def _drain(config: Config, state: WorkerState) -> shutdown.Drain:
-    """The worker's shutdown (``--shutdown-timeout``); gunicorn's SIGTERM starts it."""
-    window, _ = shutdown.plan(config.shutdown_timeout, config.engine_mode == "launched")
-
-    def abort_all(error: Exception) -> None:
-        if state.client is not None:
-            state.client.abort_all(error)
-    readiness = getattr(state, "readiness", None)
-    return shutdown.Drain(window, abort_all=abort_all,
-                          on_draining=readiness.set_draining if readiness else None,
-                          close_idle=accept.close_idle)
 
 
 def _route_template(app: falcon.App, path: str) -> str | None:
@@ -110,4 +109,6 @@ def _route_template(app: falcon.App, path: str) -> str | None:
 
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s [%(process)d] [%(name)s] %(message)s")
-api = build_api(Config.from_env())
+_serving = current_serving()
+api = (build_api(_serving.config, _serving.state, _serving.drain) if _serving
+       else build_api(Config.from_env()))

@@ -1,14 +1,16 @@
-"""gunicorn settings and hooks for greenfront: ``gunicorn -c gunicorn.conf.py app:api``.
+"""gunicorn settings and master hooks for greenfront: ``gunicorn -c gunicorn.conf.py app:api``.
 
-The master (``on_starting``) creates the run directory, starts the handshake server and, in the
-default ``GREENFRONT_ENGINE=sim`` mode, the built-in engine simulator; engines then connect to
-every worker slot's sockets. ``pre_fork`` gives each worker a stable slot (its client index), so
-a worker that gunicorn restarts binds the same addresses and the engines reconnect to it.
+The configuration is read from the environment once, here. The master (``on_starting``) creates
+the run directory, starts the handshake server and, in the default ``GREENFRONT_ENGINE=sim``
+mode, the built-in engine simulator; engines then connect to every worker slot's sockets.
+``pre_fork`` hands each worker (``runtime.worker.GreenfrontWorker``, the one seam with gunicorn)
+the configuration and a stable slot (its client index), so a worker that gunicorn restarts binds
+the same addresses and the engines reconnect to it.
 
-Runs on: the gunicorn master (settings, on_starting, when_ready, pre_fork, on_exit) and each
-worker (post_fork, post_worker_init, worker_exit).
+Runs on: the gunicorn master.
 """
 import ctypes
+import dataclasses
 import math
 import os
 import shlex
@@ -20,7 +22,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from base.config import Config  # noqa: E402
+from runtime.metrics_dir import prepare_multiprocess_dir  # noqa: E402
 from runtime.shutdown import plan  # noqa: E402
+from runtime.worker import free_slot  # noqa: E402
 
 _config = Config.from_env()
 
@@ -28,7 +32,7 @@ _launched = _config.engine_mode == "launched"
 bind = _config.bind
 # Launched by vllm serve with several workers, engine.relay owns the inherited engine sockets.
 workers = _config.worker_count
-worker_class = "gevent"
+worker_class = "runtime.worker.GreenfrontWorker"
 worker_connections = 10000
 # Streams can be long; gevent workers heartbeat from the hub, so a long stream is not a stall.
 timeout = 120
@@ -71,12 +75,12 @@ def _spawn(server, args: list[str], pass_fds: tuple[int, ...] = ()) -> subproces
 
 def on_starting(server):
     global _config
-    cfg = Config.from_env().with_run_dir()
-    os.environ["GREENFRONT_RUN_DIR"] = cfg.run_dir
-    _metrics_dir(server, cfg)
+    cfg = _config.with_run_dir()
+    prepare_multiprocess_dir(cfg, server.log)
     if cfg.engine_mode == "launched":
         server.log.info("launched by vllm serve: waiting for %d engine(s) on the inherited sockets",
                         cfg.engine_count)
+        _config = cfg
         if cfg.relayed:
             _start_relay(server, cfg)
         return
@@ -86,8 +90,7 @@ def on_starting(server):
             raise SystemExit("GREENFRONT_ENGINE=external needs GREENFRONT_HANDSHAKE_ADDRESS "
                              "(e.g. tcp://0.0.0.0:13345) for the engines to connect to")
         handshake = f"ipc://{os.path.join(cfg.run_dir, 'handshake.sock')}"
-    os.environ["GREENFRONT_HANDSHAKE_ADDRESS"] = handshake
-    _config = Config.from_env()
+    cfg = _config = dataclasses.replace(cfg, handshake_address=handshake)
     slots = range(cfg.worker_count)
     args = [sys.executable, "-m", "engine.handshake_server", "--bind", handshake,
             "--engine-count", str(cfg.engine_count)]
@@ -109,7 +112,7 @@ def on_starting(server):
 
 def when_ready(server):
     """After the engines' helpers started (on_starting), before the first fork."""
-    _preload_text(server, Config.from_env())
+    _preload_text(server, _config)
 
 
 def _preload_text(server, cfg: Config) -> None:
@@ -145,61 +148,10 @@ def _start_relay(server, cfg: Config) -> None:
     os.close(cfg.output_fd)
 
 
-def _metrics_dir(server, cfg) -> None:
-    """Every worker writes its metrics into one directory (prometheus-client's multiprocess
-    mode), so a scrape answered by any worker reports the whole deployment. Set before any
-    worker imports prometheus-client; ours is emptied at start (counts of a previous run would
-    add up), a directory the user set is theirs to empty (vLLM says so too)."""
-    path = cfg.metrics_dir
-    if path:
-        server.log.warning("PROMETHEUS_MULTIPROC_DIR=%s was set: it must be emptied between runs, "
-                           "or the metrics count the old run too", path)
-    else:
-        path = os.path.join(cfg.run_dir, "prometheus")
-        shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path, exist_ok=True)
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
-
-
 def pre_fork(server, worker):
-    used = {getattr(w, "greenfront_slot", None) for w in server.WORKERS.values()}
-    # Slots index the engines' INIT address lists, so they stay below the worker count.
-    worker.greenfront_slot = next((s for s in range(_config.worker_count) if s not in used), 0)
-
-
-def post_fork(server, worker):
-    os.environ["GREENFRONT_WORKER_SLOT"] = str(worker.greenfront_slot)
-    from runtime.accept import install
-
-    install()
-
-
-def post_worker_init(worker):
-    drain = getattr(worker.wsgi, "drain", None)
-    if drain is not None:
-        _drain_on_sigterm(worker, drain)
-    state = getattr(worker.wsgi, "state", None)
-    if state is not None:
-        state.start()
-        state.wait_for_engines(worker.notify)
-
-
-def _drain_on_sigterm(worker, drain) -> None:
-    """gunicorn's SIGTERM handler stops the worker loop; the drain runs beside it (the loop
-    waits graceful_timeout for the connections the drain ends)."""
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def on_sigterm(signum, frame):
-        drain.start_on_signal()
-        if callable(previous):
-            previous(signum, frame)
-    signal.signal(signal.SIGTERM, on_sigterm)
-
-
-def worker_exit(server, worker):
-    state = getattr(getattr(worker, "wsgi", None), "state", None)
-    if state is not None:
-        state.stop()
+    """The worker's configuration and slot, handed over before it forks."""
+    taken = (w.slot for w in server.WORKERS.values())
+    worker.assign(_config, free_slot(taken, _config.worker_count))
 
 
 def child_exit(server, worker):
@@ -218,6 +170,6 @@ def on_exit(server):
             proc.wait(timeout=3)
         except subprocess.TimeoutExpired:
             proc.kill()
-    run_dir = os.environ.get("GREENFRONT_RUN_DIR", "")
+    run_dir = _config.run_dir
     if run_dir and os.path.basename(run_dir).startswith("greenfront-"):
         shutil.rmtree(run_dir, ignore_errors=True)

@@ -208,9 +208,6 @@ class Config:
         ("GREENFRONT_RUN_DIR",), str, "",
         "ipc sockets and shared engine registrations of one deployment",
         shown="a fresh temp dir")
-    worker_slot: int = setting(
-        ("GREENFRONT_WORKER_SLOT",), int, 0,
-        "this worker's slot (set by gunicorn.conf.py for each worker)")
     worker_count: int = setting(
         ("GREENFRONT_WORKERS",), positive_int, default_worker_count(),
         "gunicorn worker count, standalone and under `vllm serve` alike (README: Workers)",
@@ -331,11 +328,16 @@ class Config:
         ("GREENFRONT_LOG_LEVEL",), choice("debug", "info", "warning", "error"), "info",
         "gunicorn log level")
 
+    #: This worker's slot among the deployment's workers (its engine client index): not a
+    #: setting, the worker class hands it over (``runtime.worker.GreenfrontWorker.assign``).
+    worker_slot: int = dataclasses.field(default=0)
+
     @classmethod
     def settings(cls) -> Iterator[tuple[str, Setting]]:
         """(field name, declaration) of every setting, in declaration order."""
         for f in dataclasses.fields(cls):
-            yield f.name, f.metadata["setting"]
+            if "setting" in f.metadata:
+                yield f.name, f.metadata["setting"]
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Config":
@@ -399,6 +401,10 @@ class Config:
         advertised = self.engine_host or (reachable_host() if wildcard else host)
         bind_host = "*" if wildcard else host
         return f"tcp://{bind_host}:{number}", f"tcp://{advertised}:{number}"
+
+    def for_worker(self, slot: int) -> "Config":
+        """This configuration as worker ``slot`` serves with it."""
+        return dataclasses.replace(self, worker_slot=slot)
 
     def with_run_dir(self) -> "Config":
         """A copy whose ``run_dir`` exists (a fresh temporary folder when unset)."""

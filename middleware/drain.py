@@ -9,7 +9,7 @@ Runs on: the HTTP hub.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 from streaming.error_response import http_parts
 from runtime.shutdown import Drain
@@ -69,6 +69,3 @@ class DrainMiddleware:
         drain.enter()
         return counted_call(self._app, environ, start_response, drain.leave)
 
-    def __getattr__(self, name: str) -> Any:
-        # gunicorn's hooks read ``state`` (and tests ``falcon_app``) from the WSGI callable.
-        return getattr(self._app, name)

@@ -95,8 +95,6 @@ class Cors:
         start_response("400 Bad Request" if failures else "200 OK", headers)
         return [body]
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._app, name)
 
 
 def _without(headers: list, lowered: str) -> list:
@@ -123,5 +121,3 @@ class RequestId:
             return start_response(status, headers + [("X-Request-Id", request_id)], exc_info)
         return self._app(environ, start)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._app, name)

@@ -36,8 +36,6 @@ class HttpMetrics:
         self._route_of = route_of
         self._handlers: dict[str, str] = {}
 
-    def __getattr__(self, name: str) -> Any:  # e.g. ``api.state`` for gunicorn's hooks
-        return getattr(self._app, name)
 
     def _handler(self, path: str) -> str:
         handler = self._handlers.get(path)

@@ -34,5 +34,3 @@ class LoadTracking:
     def _leave(self) -> None:
         self._state.tracked_requests -= 1
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._app, name)

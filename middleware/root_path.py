@@ -10,7 +10,7 @@ Runs on: the HTTP hub (a WSGI wrapper, string work only).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 
 class RootPath:
@@ -25,5 +25,3 @@ class RootPath:
             environ["PATH_INFO"] = path[len(root):]
         return self._app(environ, start_response)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._app, name)

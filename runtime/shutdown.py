@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable
+from typing import Any, Callable
 
 import gevent
 import gevent.event
@@ -62,7 +62,7 @@ class Drain:
         abort_all: aborts every engine request of this worker, failing its stream with the
             given error (``EngineClient.abort_all``); None before the engines are known.
         on_draining: called once when the drain begins (readiness goes to 503).
-        close_idle: closes the idle keep-alive connections (``runtime.accept.close_idle``).
+        close_idle: closes the idle keep-alive connections (``GreenfrontWorker.close_idle``).
     """
 
     def __init__(self, window: float, abort_all: Callable[[Exception], None] | None = None,
@@ -124,6 +124,18 @@ class Drain:
         else:
             message = "The server is shutting down (shutdown timeout 0): the request was aborted."
         self.abort_all(ShuttingDown(message))
+
+    @classmethod
+    def for_worker(cls, config: Any, state: Any,
+                   close_idle: Callable[[], None] | None = None) -> "Drain":
+        """The drain of a worker serving ``state`` (a ``WorkerState``) with ``config``."""
+        window, _ = plan(config.shutdown_timeout, config.engine_mode == "launched")
+
+        def abort_all(error: Exception) -> None:
+            if state.client is not None:
+                state.client.abort_all(error)
+        return cls(window, abort_all=abort_all, on_draining=state.readiness.set_draining,
+                   close_idle=close_idle)
 
     def start_on_signal(self) -> None:
         """From a signal handler: run ``begin`` in its own greenlet."""

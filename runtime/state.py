@@ -1,7 +1,7 @@
 """Per-worker state: the model's text side, the engine client, and the serving context.
 
-Built once per worker process after fork (``WorkerState.start`` from gunicorn's
-``post_worker_init`` hook, or lazily on the first request). The ``ServingContext`` that request
+Built once per worker process after fork (``WorkerState.start`` from the worker class,
+``runtime.worker``, or lazily on the first request). The ``ServingContext`` that request
 conversion needs is made when every engine has registered, because ``max_model_len`` comes from
 the engines.
 

@@ -6,7 +6,7 @@ import jsonschema_rs
 import pytest
 import schemathesis
 
-from app import build_api
+from app import build_falcon_app
 from base.config import Config
 from resources.chat import types as chat_types
 from resources.common.fields import INVALID, MISSING, schema_of
@@ -15,11 +15,15 @@ from resources.generate import types as generate_types
 from resources.openapi import build_document
 from resources.openapi_checks import REQUEST_CHECKS
 from resources.tokenize import types as tokenize_types
+from runtime.state import WorkerState
 
 
 def _document(**config) -> dict:
-    api = build_api(Config(served_model_names=("tiny",), **config))
-    return build_document(api.falcon_app)
+    return build_document(_falcon_app(Config(served_model_names=("tiny",), **config)))
+
+
+def _falcon_app(config: Config):
+    return build_falcon_app(config, WorkerState(config))
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +41,9 @@ def test_document_is_valid_openapi_that_schemathesis_loads(document):
 
 
 def test_paths_are_exactly_the_served_routes():
-    api = build_api(Config(served_model_names=("tiny",), server_dev_mode=True))
-    document = build_document(api.falcon_app)
-    served = {route.path for route in falcon.inspect.inspect_routes(api.falcon_app)}
+    app = _falcon_app(Config(served_model_names=("tiny",), server_dev_mode=True))
+    document = build_document(app)
+    served = {route.path for route in falcon.inspect.inspect_routes(app)}
     assert set(document["paths"]) == served
     assert "/sleep" in document["paths"]  # a gated route appears when it is served...
     assert "/sleep" not in _document()["paths"]  # ...and only then
