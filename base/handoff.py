@@ -39,11 +39,6 @@ class HubInbox(Generic[T]):
         self._items.append(item)
         self._watcher.send()
 
-    def post_many(self, items: list[T]) -> None:
-        """Thread-safe: queue several items with one wake-up."""
-        self._items.extend(items)
-        self._watcher.send()
-
     def _drain(self) -> None:
         self.drain_pending()
 

@@ -277,7 +277,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="with --vllm-peers greenfront: GREENFRONT_WORKERS of each such column, "
                         "e.g. 1,2 (default: one column with greenfront's default)")
     p.add_argument("--peers", default=os.environ.get("PEERS", "/tmp/peers"),
-                   help="where ../shared/vllm-peers/setup.sh installed vLLM")
+                   help="where interop/setup.sh installed vLLM (make interop-setup)")
     p.add_argument("--no-greenfront", action="store_true",
                    help="with targets: do not add greenfront's default configuration")
     p.add_argument("--server-cpus", default=f"0-{(os.cpu_count() or 1) - 1}",

@@ -2,8 +2,8 @@
 
 Owns ``Endpoint`` (what a scenario talks to: URLs, model name, and which processes are the
 frontend and which the engine, for CPU accounting), ``GreenfrontDeployment`` (gunicorn + the
-built-in simulator with one configuration), ``VllmPeer`` (vLLM's Python or Rust frontend from
-``../shared/vllm-peers`` started against a fresh simulator) and ``external_endpoint``.
+built-in simulator with one configuration), ``VllmPeer`` (vLLM's Python or Rust frontend, as
+``interop/setup.sh`` installs them, started against a fresh simulator) and ``external_endpoint``.
 
 Pinning (``os.sched_setaffinity``, what ``taskset -c`` does): the frontend gets ``server_cpus``
 (both cores by default: the offload pool exists to use them), the simulator ``client_cpus`` with
@@ -24,7 +24,8 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bench.processes import free_port, reap, wait_healthy
+from tests.support.processes import cmdline, free_port, reap, tree, wait_healthy
+from tests.support.vllm_peers import PEERS, external_frontend, tiny_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_MODEL_DIR = os.path.join(ROOT, "models", "tekken-tiny")
@@ -32,15 +33,6 @@ DEFAULT_MODEL_DIR = os.path.join(ROOT, "models", "tekken-tiny")
 MARKER_MODEL_DIR = os.path.join(ROOT, "models", "tekken-markers")
 
 
-def _peer_scripts() -> str:
-    """``shared/vllm-peers`` beside the checkout or beside one of its parents (a worktree under
-    ``/work/wt/NAME`` finds ``/work/shared``); the first candidate when none exists."""
-    candidates = [os.path.join(parent, "shared", "vllm-peers")
-                  for parent in (os.path.dirname(ROOT), os.path.dirname(os.path.dirname(ROOT)))]
-    return next((c for c in candidates if os.path.isdir(c)), candidates[0])
-
-
-PEER_SCRIPTS = _peer_scripts()
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -54,50 +46,6 @@ def parse_cpus(spec: str) -> set[int]:
 
 
 # -- /proc ---------------------------------------------------------------------------------------
-
-def process_children() -> dict[int, list[int]]:
-    """Parent pid -> child pids of every process."""
-    kids: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            kids.setdefault(ppid, []).append(int(entry))
-    return kids
-
-
-def tree(pid: int, exclude: set[int] = frozenset()) -> list[int]:
-    """``pid`` and its descendants, minus ``exclude`` and their descendants."""
-    kids = process_children()
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        if p in exclude:
-            continue
-        out.append(p)
-        todo.extend(kids.get(p, ()))
-    return out
-
-
-def alive(pid: int) -> bool:
-    """``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
 
 def cpu_seconds(pids: list[int]) -> dict[int, float]:
     """utime + stime of each live pid (threads included), from /proc/<pid>/stat."""
@@ -282,14 +230,13 @@ PEER_KINDS = ("python", "rust", "greenfront")
 
 
 class VllmPeer:
-    """vLLM's Python or Rust frontend (``run-*-frontend-external.sh``) on a fresh simulator; or
-    (kind ``greenfront``) ``vllm serve`` launching greenfront with ``workers`` workers, the way
-    it launches its Rust frontend (the script's ``RS_MODE=supervised`` with greenfront's
-    executable), so the same supervisor, sockets and handshake stand in front of the same
-    simulator."""
+    """vLLM's Python or Rust frontend on a fresh simulator; or (kind ``greenfront``) ``vllm
+    serve`` launching greenfront with ``workers`` workers, the way it launches its Rust frontend
+    (``VLLM_USE_RUST_FRONTEND=1`` with greenfront's executable), so the same supervisor, sockets
+    and handshake stand in front of the same simulator."""
 
     def __init__(self, kind: str, *, sim_args: str, server_cpus: set[int],
-                 client_cpus: set[int], log_dir: str, peers: str = "/tmp/peers",
+                 client_cpus: set[int], log_dir: str, peers: str = PEERS,
                  max_model_len: int = 131072, workers: int | None = None) -> None:
         if kind not in PEER_KINDS:
             raise ValueError(f"kind must be one of {', '.join(PEER_KINDS)}")
@@ -299,18 +246,18 @@ class VllmPeer:
         self.sim_args = sim_args
         self.server_cpus, self.client_cpus = server_cpus, client_cpus
         self.log_dir = log_dir
-        script = os.path.join(PEER_SCRIPTS, "run-{}-frontend-external.sh".format(
-            "rust" if kind == "greenfront" else kind))
-        if not os.path.exists(script) or not os.path.isdir(peers):
-            raise RuntimeError(f"vLLM peers not installed ({script}, {peers})")
-        self.script = script
         # The tiny model says 4096 positions; the frontend only needs to accept long prompts.
-        self.env = dict(os.environ, PEERS=peers, MAX_MODEL_LEN=str(max_model_len),
-                        VLLM_ALLOW_LONG_MAX_MODEL_LEN="1")
+        self.argv, env = external_frontend(
+            "supervised" if kind == "greenfront" else kind, self.port, self.rpc_port,
+            model=tiny_model(peers), max_model_len=max_model_len, peers=peers,
+            frontend_bin=os.path.join(ROOT, "bin", "greenfront") if kind == "greenfront" else "")
+        if not (os.path.exists(self.argv[0]) and os.path.isdir(tiny_model(peers))):
+            raise RuntimeError(f"vLLM peers not installed ({self.argv[0]}): "
+                               f"PEERS={peers} make interop-setup")
+        self.env = dict(os.environ, **env)
         self.workers = workers
         if kind == "greenfront":
             self.label = "greenfront-vllm-serve" + (f"-{workers}w" if workers else "")
-            self.env.update(RS_MODE="supervised", RS_BIN=os.path.join(ROOT, "bin", "greenfront"))
             self.env.pop("GREENFRONT_WORKERS", None)
             if workers:
                 self.env["GREENFRONT_WORKERS"] = str(workers)
@@ -320,7 +267,7 @@ class VllmPeer:
     def __enter__(self) -> Endpoint:
         log = os.path.join(self.log_dir, f"{self.label}.log")
         self.frontend = subprocess.Popen(
-            ["bash", self.script, str(self.port), str(self.rpc_port)], env=self.env,
+            self.argv, env=self.env,
             stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=pinned(self.server_cpus))  # noqa: PLW1509
         try:

@@ -36,13 +36,13 @@ from bench.deploy import (
     MARKER_MODEL_DIR,
     ROOT,
     Endpoint,
-    cmdline,
     cpu_delta,
     cpu_seconds,
     machine_busy_seconds,
     pinned,
     socket_counts,
 )
+from tests.support.processes import cmdline
 
 #: Seconds given to a fresh load-generator/prober process to import and build its prompts.
 SPAWN_S = 1.5

@@ -33,7 +33,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.deploy import Endpoint, cmdline
+from bench.deploy import Endpoint
+from tests.support.processes import cmdline
 
 MIX = {"stream": 30, "complete": 15, "long": 8, "tokenize": 10, "generate": 10,
        "disconnect": 12, "bad": 15}

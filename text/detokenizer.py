@@ -15,8 +15,6 @@ into text exactly as vLLM 0.32's frontend does:
   the same step are dropped;
 - while unfinished, streamed deltas hold back `max(len(stop)) - 1` characters.
 
-Also `detokenize_prompt` for echo and `/detokenize` (plain decode keeping special tokens).
-
 Called by the request's output handling: created on a request pool thread, then `update` and
 `get_next_output_text` on every engine step. Not thread-safe: one owner at a time.
 Runs on: request pool threads (creation) and the HTTP hub (updates; each step is microseconds).
@@ -37,14 +35,6 @@ log = logging.getLogger(__name__)
 # Raised by tokenizers when a stream's decoded prefix stops being a prefix of the new text
 # (non-monotonic UTF-8 repair). vLLM restarts the stream without the prompt in that case.
 INVALID_PREFIX_MESSAGE = "Invalid prefix encountered"
-
-
-def detokenize_prompt(tokenizer: Tokenizer, prompt_token_ids: Sequence[int]) -> str:
-    """Prompt text for completions `echo` of token prompts and for `/detokenize`.
-
-    vLLM decodes with special tokens kept: `[1, 22177]` -> `"<s>Hello"` (docs/text-parity.md §2.5).
-    """
-    return tokenizer.decode(prompt_token_ids, skip_special_tokens=False)
 
 
 #: Tokens of the prompt's tail that pre-fill the decode stream, and the window checked before it.

@@ -2,7 +2,7 @@
 
 Owns: `python -m text.make_default_model OUT_DIR [--force] [--markers]`, which writes a Hugging-Face-style
 directory that describes the same tokenizer and chat template as the reference tiny model
-(`shared/vllm-peers/make_tiny_model.py`), converted by our own code (`text.tekken`) from the
+(`interop/make_tiny_model.py`), converted by our own code (`text.tekken`) from the
 Tekken file that the `mistral-common` package ships as data:
 
     tokenizer.json          byte-level BPE converted from tekken_240911.json

@@ -3,7 +3,7 @@
 Owns: reading the Tekken JSON (base64 byte tokens ordered by rank, a split regex, the special
 token count), and producing the equivalent byte-level BPE description that `tokenizers` and
 `fastokens` load. The result encodes and decodes exactly like the reference model that
-`shared/vllm-peers/make_tiny_model.py` built with transformers' converter:
+`interop/make_tiny_model.py` built with transformers' converter:
 
 - ids 0..N-1 are the N special (control) tokens, all `special: true`;
 - id N + r is the Tekken token of rank r, written in the GPT-2 byte-to-unicode alphabet, for the

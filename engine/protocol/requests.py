@@ -58,6 +58,12 @@ class LoRARequest(msgspec.Struct, array_like=True, gc=False):
     is_3d_lora_weight: bool = False
 
 
+#: Below this temperature vLLM samples greedily (its ``_SAMPLING_EPS``).
+GREEDY_EPSILON = 1e-5
+#: vLLM raises a temperature above 0 but below this to it (SamplingParams' ``__post_init__``).
+MIN_TEMPERATURE = 0.01
+
+
 class SamplingParams(msgspec.Struct, omit_defaults=True, gc=False):
     """Sampling parameters exactly as the engine decodes them (docs/engine-protocol.md §3.3, 43 keys).
 

@@ -15,6 +15,7 @@ import zlib
 from typing import Any
 
 from engine.protocol import EngineCoreRequest, LogprobsLists, LogprobsTensors, encode_ndarray
+from engine.protocol.requests import GREEDY_EPSILON
 from engine.sim.config import SimConfig
 
 __all__ = ["FIRST_ORDINARY_TOKEN", "FULL_VOCAB_LOGPROBS_CAP", "SimRequest"]
@@ -24,8 +25,6 @@ FIRST_ORDINARY_TOKEN = 1000
 #: logprobs = -1 means "whole vocabulary"; the simulator sends this many columns instead.
 FULL_VOCAB_LOGPROBS_CAP = 20
 
-#: Below this temperature vLLM samples greedily (its ``_SAMPLING_EPS``).
-GREEDY_EPSILON = 1e-5
 
 _MODE_RANDOM, _MODE_ECHO, _MODE_LIST = 0, 1, 2
 _MASK32 = 0xFFFFFFFF

@@ -25,7 +25,7 @@ from resources.common.fields import (INVALID, SLOW, Field, Validator, add_error,
                                      v_list, v_literal, v_nullable, v_str, v_union,
                                      with_fast_path, with_schema)
 from resources.common.sampling_rules import (SamplingValues, bad_words_token_ids,
-                                             check_engine_side, check_like_vllm,
+                                             check_engine_side, settle_like_vllm,
                                              convert_logit_bias, plain_error,
                                              structured_outputs_for)
 
@@ -33,8 +33,6 @@ __all__ = ["SamplingRequest", "build_sampling_params", "fan_out", "max_tokens_fo
            "plain_error", "sampling_fields", "usage_flags"]
 
 INT64 = {"ge": -(2 ** 63), "le": 2 ** 63 - 1}
-_SAMPLING_EPS = 1e-5
-_MIN_TEMPERATURE = 0.01
 # (field, OpenAI default) whose server default may come from generation_config.json (docs/text-parity.md §5.2).
 _DEFAULTED = (("repetition_penalty", 1.0), ("presence_penalty", 0.0),
               ("frequency_penalty", 0.0), ("temperature", 1.0), ("top_p", 1.0), ("top_k", 0),
@@ -255,11 +253,7 @@ def build_sampling_params(fields: SamplingSource, ctx: ServingContext, *, n: int
         logit_bias=convert_logit_bias(fields.logit_bias),
         allowed_token_ids=fields.allowed_token_ids,
         thinking_token_budget=fields.thinking_token_budget)
-    if 0 < sp.temperature < _MIN_TEMPERATURE:
-        sp.temperature = _MIN_TEMPERATURE  # vLLM raises tiny temperatures to 0.01
-    check_like_vllm(sp, n, ctx)
-    if sp.temperature < _SAMPLING_EPS:  # greedy: the other sampling knobs are reset
-        sp.top_p, sp.top_k, sp.min_p = 1.0, 0, 0.0
+    settle_like_vllm(sp, n, ctx)
     check_engine_side(sp, ctx)
     return _to_wire(sp, fields, ctx, stream)
 

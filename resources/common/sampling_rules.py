@@ -17,11 +17,11 @@ from typing import Any, Protocol
 import msgspec
 
 from base.errors import InvalidRequest
+from engine.protocol.requests import GREEDY_EPSILON, MIN_TEMPERATURE
 from runtime.serving_context import ServingContext
 from resources.common.structured_outputs import (check_structural_tags, structural_tag_text,
                                                  wire_map)
 
-_SAMPLING_EPS = 1e-5
 
 
 def plain_error(message: str, param: str | None = None) -> InvalidRequest:
@@ -165,6 +165,17 @@ class SamplingValues(msgspec.Struct, kw_only=True):
     detokenize: bool = True
 
 
+def settle_like_vllm(sp: SamplingValues, n: int, ctx: ServingContext) -> None:
+    """SamplingParams' ``__post_init__`` around its checks, on ``sp`` in place: a temperature
+    above 0 but tiny raised to vLLM's minimum, the checks (``check_like_vllm``), then greedy
+    sampling's other knobs reset."""
+    if 0 < sp.temperature < MIN_TEMPERATURE:
+        sp.temperature = MIN_TEMPERATURE
+    check_like_vllm(sp, n, ctx)
+    if sp.temperature < GREEDY_EPSILON:
+        sp.top_p, sp.top_k, sp.min_p = 1.0, 0, 0.0
+
+
 def check_like_vllm(sp: SamplingValues, n: int, ctx: ServingContext) -> None:
     """SamplingParams checks in vLLM's order and wording (which ones carry a parameter).
 
@@ -187,7 +198,7 @@ def check_like_vllm(sp: SamplingValues, n: int, ctx: ServingContext) -> None:
     if any(not w for w in sp.bad_words):
         raise InvalidRequest(f"bad_words cannot contain an empty string. Got bad_words="
                              f"{sp.bad_words}")
-    if sp.temperature < _SAMPLING_EPS and n > 1:
+    if sp.temperature < GREEDY_EPSILON and n > 1:
         raise InvalidRequest(f"n must be 1 when using greedy sampling, got {n}.")
 
 

@@ -24,11 +24,6 @@ def frame(obj: Any) -> bytes:
     return b"data: " + dumps(obj) + b"\n\n"
 
 
-def frame_raw(json_bytes: bytes) -> bytes:
-    """One event around already-serialized JSON."""
-    return b"data: " + json_bytes + b"\n\n"
-
-
 def error_event(exc: ApiError) -> bytes:
     """The error event for a failure after streaming began, followed by ``[DONE]``."""
     payload = json.dumps({"error": {"message": exc.message, "type": exc.type,

@@ -19,12 +19,10 @@ from base.errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.fields import add_error, collect_fields, validation_error
 from resources.common.sampling import max_tokens_for
-from resources.common.sampling_rules import (check_like_vllm, check_thinking_token_budget,
+from resources.common.sampling_rules import (check_thinking_token_budget, settle_like_vllm,
                                              unsupported)
 from resources.generate import types
 
-_SAMPLING_EPS = 1e-5
-_MIN_TEMPERATURE = 0.01
 _MAX_CACHE_SALT = 128
 _CACHE_SALT_FORBIDDEN = frozenset("@/\\\x00")
 _MM_KEYS = ("mm_hashes", "mm_placeholders", "kwargs_data", "mm_metadata")
@@ -105,8 +103,6 @@ def construct_sampling(sp: types.GenerateSampling, ctx: ServingContext
     Raises:
         InvalidRequest: the first failing check, worded as vLLM words it.
     """
-    if 0 < sp.temperature < _MIN_TEMPERATURE:
-        sp.temperature = _MIN_TEMPERATURE
     if sp.seed == -1:
         sp.seed = None
     budget = sp.thinking_token_budget
@@ -117,9 +113,7 @@ def construct_sampling(sp: types.GenerateSampling, ctx: ServingContext
     sp.stop = [] if stop is None else [stop] if isinstance(stop, str) else stop
     sp.stop_token_ids = list(dict.fromkeys(sp.stop_token_ids or ()))
     sp.bad_words = list(dict.fromkeys(sp.bad_words or ()))
-    check_like_vllm(sp, sp.n, ctx)
-    if sp.temperature < _SAMPLING_EPS:
-        sp.top_p, sp.top_k, sp.min_p = 1.0, 0, 0.0
+    settle_like_vllm(sp, sp.n, ctx)
     return sp
 
 

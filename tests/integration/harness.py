@@ -11,9 +11,9 @@ import subprocess
 import sys
 import tempfile
 
-from bench.deploy import cmdline, process_children
-from bench.processes import free_port, reap
-from bench.processes import wait_healthy as wait_until_healthy
+from tests.support.processes import cmdline, process_children
+from tests.support.processes import free_port, reap
+from tests.support.processes import wait_healthy as wait_until_healthy
 from tests.support.waiting import wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 
-from bench.processes import reap, wait_healthy
+from tests.support.processes import reap, wait_healthy
 from tests.integration.harness import ROOT
 
 EXECUTABLE = os.path.join(ROOT, "bin", "greenfront")

@@ -9,7 +9,7 @@ import threading
 import openai
 import requests
 
-from bench.processes import free_port_block
+from tests.support.processes import free_port_block
 from tests.integration.harness import ROOT, GreenfrontServer, wait_for
 
 

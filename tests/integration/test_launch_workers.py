@@ -16,7 +16,7 @@ import socket
 import pytest
 import requests
 
-from bench.deploy import cmdline, process_children
+from tests.support.processes import cmdline, process_children
 from tests.integration.launch_harness import LaunchedFrontend
 from tests.integration.harness import wait_for
 

@@ -12,7 +12,7 @@ import time
 
 import requests
 
-from bench.processes import free_port_block
+from tests.support.processes import free_port_block
 from tests.integration.harness import ROOT, GreenfrontServer, wait_for
 from tests.support.raw_http import open_stream
 

@@ -7,7 +7,7 @@ import threading
 
 import requests
 
-from bench.processes import free_port_block
+from tests.support.processes import free_port_block
 from tests.integration.harness import ROOT, wait_for
 
 

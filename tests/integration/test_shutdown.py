@@ -15,7 +15,7 @@ import threading
 
 import requests
 
-from bench.deploy import alive as _alive, tree
+from tests.support.processes import alive as _alive, tree
 from tests.integration.harness import wait_for
 
 #: A token every 100 ms (the simulator steps every 10 ms): 20 tokens take ~2 s, 400 take ~40 s.

@@ -19,7 +19,7 @@ from typing import Any
 import requests
 
 from engine.sim.script import scripted
-from bench.processes import free_port
+from tests.support.processes import free_port
 from tests.integration.harness import ROOT, GreenfrontServer
 from tests.interop.peers import VllmProcess
 

@@ -14,33 +14,18 @@ from typing import Iterator
 
 import pytest
 
-from bench.deploy import tree
-from bench.processes import free_port, reap, wait_healthy
+from tests.support.processes import free_port, reap, tree, wait_healthy
+from tests.support.vllm_peers import (PEERS, SERVE_ARGS, VLLM_ENV, external_engine_args,  # noqa: F401
+                                      tiny_model, vllm_bin)
 from tests.integration.harness import ROOT
 
-PEERS = os.environ.get("PEERS", "/tmp/peers")
-VLLM = os.path.join(PEERS, "vllm-venv", "bin", "vllm")
-MODEL = os.path.join(PEERS, "tiny-model")
+VLLM = vllm_bin()
+MODEL = tiny_model()
 GREENFRONT = os.path.join(ROOT, "bin", "greenfront")
 
 requires_peers = pytest.mark.skipif(
     not (os.path.exists(VLLM) and os.path.exists(os.path.join(MODEL, ".complete"))),
     reason="vLLM peers not installed: run `make interop` (PEERS=/tmp/peers bash interop/setup.sh)")
-
-#: CPU-only vLLM settings for a 2-core machine (as ../shared/vllm-peers/common-env.sh).
-VLLM_ENV = {
-    "VLLM_TARGET_DEVICE": "cpu",
-    "VLLM_CPU_KVCACHE_SPACE": "1",
-    "VLLM_CPU_OMP_THREADS_BIND": "auto",
-    "VLLM_HOST_IP": "127.0.0.1",
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "VLLM_NO_USAGE_STATS": "1",
-    "DO_NOT_TRACK": "1",
-}
-SERVE_ARGS = ["--host", "127.0.0.1", "--served-model-name", "tiny", "--max-model-len", "2048",
-              "--max-num-seqs", "64", "--enforce-eager", "--dtype", "bfloat16",
-              "--disable-uvicorn-access-log"]
 
 
 class VllmProcess:
@@ -113,10 +98,9 @@ def vllm_frontend_on_simulator(logs: str, extra: list[str] | None = None,
     binds the handshake ROUTER and greenfront's simulator joins it as ``vllm serve --headless``
     would (its log: ``logs/sim.log``). Both are killed on exit."""
     port, rpc_port = free_port(), free_port()
-    frontend = VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or []) + [
-        "--data-parallel-size", "1", "--data-parallel-size-local", "0",
-        "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(rpc_port)],
-        os.path.join(logs, "frontend.log"), port=port)
+    frontend = VllmProcess(["--port", str(port)] + SERVE_ARGS + (extra or [])
+                           + external_engine_args(rpc_port),
+                           os.path.join(logs, "frontend.log"), port=port)
     engine = subprocess.Popen(
         [sys.executable, "-m", "engine.sim", "--handshake", f"tcp://127.0.0.1:{rpc_port}",
          "--max-model-len", "2048"] + (sim_args or ["--output-mode", "echo"]),

@@ -7,7 +7,7 @@ import os
 import openai
 import pytest
 
-from bench.processes import free_port_block
+from tests.support.processes import free_port_block
 from tests.integration.harness import GreenfrontServer
 from tests.interop.peers import MODEL, SERVE_ARGS, VllmProcess, requires_peers
 

@@ -13,7 +13,7 @@ import openai
 import pytest
 import requests
 
-from bench.deploy import alive
+from tests.support.processes import alive
 from tests.interop.peers import (WORKER_COUNTS, descendants, requires_peers,
                                  serve_with_greenfront, serve_with_python_frontend)
 from tests.support.normalize import normalized

@@ -9,7 +9,7 @@ import time
 import pytest
 import requests
 
-from bench.deploy import cmdline
+from tests.support.processes import cmdline
 from tests.integration.harness import wait_for
 from tests.interop.peers import descendants, requires_peers, serve_with_greenfront
 

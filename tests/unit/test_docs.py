@@ -43,7 +43,7 @@ def test_cited_sections_exist():
 
 
 #: How the reference documents outside the repository were cited (a checkout has none of them).
-OUTSIDE = re.compile(r"shared/docs|(?<![\w/])"
+OUTSIDE = re.compile(r"(?<![\w-])shared/(?:docs|fixtures|vllm-peers|hooks)\b|(?<![\w/])"
                      r"(?:text-parity §|gevent-physics\.md|engine-core-protocol\.md)")
 
 

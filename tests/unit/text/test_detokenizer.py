@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from text.detokenizer import IncrementalDetokenizer, detokenize_prompt
+from text.detokenizer import IncrementalDetokenizer
 
 PROMPT = [1, 1784, 8961, 1307, 5498, 1395]  # "<s>The capital of France is"
 # Greedy output of the reference tiny model: ":**", " нельзя", " bern", "Key", " Execut", ...
@@ -182,9 +182,3 @@ def test_invalid_token_id_gives_empty_piece(tok):
     d.update([115370], False)
     assert d.output_text == ":** нельзя"
     assert d.num_output_tokens == 3
-
-
-def test_detokenize_prompt(tok):
-    assert detokenize_prompt(tok, [1, 22177, 4304, 2, 3]) == "<s>Hello world</s>[INST]"
-    assert detokenize_prompt(tok, [200000]) == ""
-    assert detokenize_prompt(tok, [1240, 1159]) == "\ufffd"

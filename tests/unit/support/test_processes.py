@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from bench.deploy import alive
-from bench.processes import free_port, health_status, reap, wait_healthy
+from tests.support.processes import alive
+from tests.support.processes import free_port, health_status, reap, wait_healthy
 from tests.support.waiting import wait_for
 
 

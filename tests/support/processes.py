@@ -1,7 +1,8 @@
-"""Server processes for the benchmark and the tests: a free port, waiting for health, reaping.
+"""Server processes for the tests and the benchmark: a free port, waiting for health, reaping,
+the process tree from /proc.
 
-One set of helpers, used by ``bench.deploy`` and by the test harnesses (``tests/integration``,
-``tests/interop``). Every server is started in its own session (``start_new_session=True``), so
+One set of helpers, used by the test harnesses (``tests/integration``, ``tests/interop``) and by
+``bench.deploy``. Every server is started in its own session (``start_new_session=True``), so
 that reaping its process group also reaps whatever it started (workers, simulators, engines).
 
 Runs on: the benchmark orchestrator or the test process.
@@ -109,3 +110,47 @@ def reap(proc: subprocess.Popen | None, *, grace: float = 10.0, term_group: bool
     except ProcessLookupError:
         pass
     proc.wait()
+
+
+def process_children() -> dict[int, list[int]]:
+    """Parent pid -> child pids of every process."""
+    kids: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            kids.setdefault(ppid, []).append(int(entry))
+    return kids
+
+
+def tree(pid: int, exclude: set[int] = frozenset()) -> list[int]:
+    """``pid`` and its descendants, minus ``exclude`` and their descendants."""
+    kids = process_children()
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        if p in exclude:
+            continue
+        out.append(p)
+        todo.extend(kids.get(p, ()))
+    return out
+
+
+def alive(pid: int) -> bool:
+    """``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
