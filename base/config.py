@@ -3,17 +3,19 @@
 Every setting is declared once, as a field of ``Config`` made by ``settings.setting(...)``: its
 environment names (the first wins; later ones are fallbacks, e.g. vLLM's or vllm-rs's names), the
 parser, the default and a one-line description. From these declarations come ``Config.from_env``, the
-README's settings table (``python -m base.config --readme`` rewrites it; ``tests/unit/test_config.py``
-fails when it is stale) and the redacted config that ``GET /server_info`` reports.
+table of ``docs/settings.md`` (``python -m base.config --docs`` rewrites it;
+``tests/unit/test_config.py`` fails when it is stale) and the redacted config that
+``GET /server_info`` reports.
 
 Adding a setting is one declaration::
 
     my_knob: int = setting(("GREENFRONT_MY_KNOB",), positive_int, 8,
-                           "what it changes, for the README")
+                           "what it changes, for docs/settings.md")
 
-then ``.venv/bin/python -m base.config --readme`` to regenerate the README table. Pass ``shown=`` when
-the default needs words (a computed default), ``secret=True`` for values ``/server_info`` must not
-show, ``empty_is_value=True`` when an empty variable means something (otherwise it is unset).
+then ``.venv/bin/python -m base.config --docs`` to regenerate the table of docs/settings.md.
+Pass ``shown=`` when the default needs words (a computed default), ``secret=True`` for values
+``/server_info`` must not show, ``empty_is_value=True`` when an empty variable means something
+(otherwise it is unset).
 
 Everything else receives the ``Config`` (or values taken from it); no other module reads
 ``os.environ``. A value that does not parse is logged as a warning and the default is used,
@@ -49,12 +51,13 @@ GC_THRESHOLD_DEFAULT = (20000, 50, 20)
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
 DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
-README = os.path.join(HERE, "README.md")
+SETTINGS_PAGE = os.path.join(HERE, "docs", "settings.md")
 
 
 @dataclass(frozen=True)
 class Config:
-    """Every setting of greenfront, each declared once (README's settings table is made from these)."""
+    """Every setting of greenfront, each declared once (docs/settings.md's table is made from
+    these)."""
 
     model: str = setting(
         ("GREENFRONT_MODEL",), str, DEFAULT_MODEL_DIR,
@@ -213,7 +216,7 @@ class Config:
         "this worker's slot (set by gunicorn.conf.py for each worker)")
     worker_count: int = setting(
         ("GREENFRONT_WORKERS",), positive_int, default_worker_count(),
-        "gunicorn worker count, standalone and under `vllm serve` alike (README: Workers)",
+        "gunicorn worker count, standalone and under `vllm serve` alike (docs/deployment.md §2)",
         shown=f"usable CPUs, capped by memory and at {WORKERS_CAP}")
     sim_args: str = setting(
         ("GREENFRONT_SIM_ARGS",), str, "",
@@ -230,8 +233,8 @@ class Config:
     engine_stall_timeout: float = setting(
         ("GREENFRONT_ENGINE_STALL_TIMEOUT",), non_negative_float, 60.0,
         "seconds an engine may say nothing while this worker has requests in flight on it, or "
-        "leave a ping unanswered, before it counts as stalled (0: never); see \"Stalled "
-        "engines\"")
+        "leave a ping unanswered, before it counts as stalled (0: never); see "
+        "docs/operations.md §4")
     engine_stall_liveness_timeout: float = setting(
         ("GREENFRONT_ENGINE_STALL_LIVENESS_TIMEOUT",), non_negative_float, 300.0,
         "seconds of silence of a stalled engine after which `/health` answers 503, so an "
@@ -239,8 +242,8 @@ class Config:
     client_stall_timeout: float = setting(
         ("GREENFRONT_CLIENT_STALL_TIMEOUT",), non_negative_float, 30.0,
         "seconds a response's write may stay blocked by a client that reads nothing before the "
-        "connection is shut and its engine requests aborted (0: never); see \"Slow and "
-        "stalled clients\"")
+        "connection is shut and its engine requests aborted (0: never); see "
+        "docs/operations.md §5")
     shutdown_timeout: float = setting(
         ("GREENFRONT_SHUTDOWN_TIMEOUT",), non_negative_float, 0.0,
         "seconds in-flight requests may finish after SIGTERM (`--shutdown-timeout`); new "
@@ -429,15 +432,16 @@ class Config:
         return out
 
 
-def readme_with_table(text: str) -> str:
-    """``text`` (the README) with the settings table made from the declarations."""
+def page_with_table(text: str) -> str:
+    """``text`` (docs/settings.md) with the settings table made from the declarations."""
     return with_table(text, settings_table(decl for _, decl in Config.settings()))
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["--readme"]:
-        raise SystemExit("usage: python -m base.config --readme   (rewrites README.md's settings table)")
-    with open(README, encoding="utf-8") as f:
+    if sys.argv[1:] != ["--docs"]:
+        raise SystemExit("usage: python -m base.config --docs   "
+                         "(rewrites docs/settings.md's settings table)")
+    with open(SETTINGS_PAGE, encoding="utf-8") as f:
         current = f.read()
-    with open(README, "w", encoding="utf-8") as f:
-        f.write(readme_with_table(current))
+    with open(SETTINGS_PAGE, "w", encoding="utf-8") as f:
+        f.write(page_with_table(current))
