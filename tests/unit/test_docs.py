@@ -21,7 +21,7 @@ def _texts():
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
                            check=True).stdout.split()
     for name in files:
-        if not name.endswith((".py", ".md", ".sh", ".ini")) and name != ".importlinter":
+        if not name.endswith((".py", ".md", ".sh", ".ini", ".yaml")) and name != ".importlinter":
             continue
         try:
             with open(os.path.join(ROOT, name), encoding="utf-8") as f:
