@@ -272,8 +272,8 @@ class Config:
         "`system_fingerprint` in responses (empty: null)", empty_is_value=True)
     api_keys: tuple[str, ...] = setting(
         ("GREENFRONT_API_KEY", "VLLM_API_KEY"), names, (),
-        "comma-separated keys for `Authorization: Bearer`; `/health`, `/ready`, `/metrics` "
-        "and `/version` are exempt", secret=True)
+        "comma-separated keys for `Authorization: Bearer`, required on the paths vLLM guards "
+        "(`/v1`, `/v2`, `/inference`, `/cohere`; docs/api.md §1)", secret=True)
     server_dev_mode: bool = setting(
         ("VLLM_SERVER_DEV_MODE",), boolean, False,
         "`1` adds the dev routes (`/sleep`, `/wake_up`, `/is_sleeping`, `/pause`, `/resume`, "
