@@ -3,17 +3,19 @@
 Every setting is declared once, as a field of ``Config`` made by ``settings.setting(...)``: its
 environment names (the first wins; later ones are fallbacks, e.g. vLLM's or vllm-rs's names), the
 parser, the default and a one-line description. From these declarations come ``Config.from_env``, the
-README's settings table (``python -m base.config --readme`` rewrites it; ``tests/unit/test_config.py``
-fails when it is stale) and the redacted config that ``GET /server_info`` reports.
+table of ``docs/settings.md`` (``python -m base.settings_page`` rewrites it;
+``tests/unit/test_config.py`` fails when it is stale) and the redacted config that
+``GET /server_info`` reports.
 
 Adding a setting is one declaration::
 
     my_knob: int = setting(("GREENFRONT_MY_KNOB",), positive_int, 8,
-                           "what it changes, for the README")
+                           "what it changes, for docs/settings.md")
 
-then ``.venv/bin/python -m base.config --readme`` to regenerate the README table. Pass ``shown=`` when
-the default needs words (a computed default), ``secret=True`` for values ``/server_info`` must not
-show, ``empty_is_value=True`` when an empty variable means something (otherwise it is unset).
+then ``.venv/bin/python -m base.settings_page`` to regenerate the table of docs/settings.md.
+Pass ``shown=`` when the default needs words (a computed default), ``secret=True`` for values
+``/server_info`` must not show, ``empty_is_value=True`` when an empty variable means something
+(otherwise it is unset).
 
 Everything else receives the ``Config`` (or values taken from it); no other module reads
 ``os.environ``. A value that does not parse is logged as a warning and the default is used,
@@ -25,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
@@ -34,8 +35,7 @@ from base.host import WORKERS_CAP, default_worker_count, local_model_dir, reacha
 from base.settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
     REQUEST_THREADS_CAP, Setting, boolean, capped_threads, choice, fingerprint, gc_thresholds,
     generation_config, json_object, json_strings, lora_module_list, names, niceness,
-    non_negative_float,
-    non_negative_int, positive_float, positive_int, setting, settings_table, with_table,
+    non_negative_float, non_negative_int, positive_float, positive_int, setting,
 )
 
 #: 0.5 ms bounds the hub's lateness while pool threads run Python (jinja2) at a ~10% cost to
@@ -49,12 +49,12 @@ GC_THRESHOLD_DEFAULT = (20000, 50, 20)
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
 DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
-README = os.path.join(HERE, "README.md")
 
 
 @dataclass(frozen=True)
 class Config:
-    """Every setting of greenfront, each declared once (README's settings table is made from these)."""
+    """Every setting of greenfront, each declared once (docs/settings.md's table is made from
+    these)."""
 
     model: str = setting(
         ("GREENFRONT_MODEL",), str, DEFAULT_MODEL_DIR,
@@ -210,7 +210,7 @@ class Config:
         shown="a fresh temp dir")
     worker_count: int = setting(
         ("GREENFRONT_WORKERS",), positive_int, default_worker_count(),
-        "gunicorn worker count, standalone and under `vllm serve` alike (README: Workers)",
+        "gunicorn worker count, standalone and under `vllm serve` alike (docs/deployment.md §2)",
         shown=f"usable CPUs, capped by memory and at {WORKERS_CAP}")
     sim_args: str = setting(
         ("GREENFRONT_SIM_ARGS",), str, "",
@@ -227,8 +227,8 @@ class Config:
     engine_stall_timeout: float = setting(
         ("GREENFRONT_ENGINE_STALL_TIMEOUT",), non_negative_float, 60.0,
         "seconds an engine may say nothing while this worker has requests in flight on it, or "
-        "leave a ping unanswered, before it counts as stalled (0: never); see \"Stalled "
-        "engines\"")
+        "leave a ping unanswered, before it counts as stalled (0: never); see "
+        "docs/operations.md §4")
     engine_stall_liveness_timeout: float = setting(
         ("GREENFRONT_ENGINE_STALL_LIVENESS_TIMEOUT",), non_negative_float, 300.0,
         "seconds of silence of a stalled engine after which `/health` answers 503, so an "
@@ -236,8 +236,8 @@ class Config:
     client_stall_timeout: float = setting(
         ("GREENFRONT_CLIENT_STALL_TIMEOUT",), non_negative_float, 30.0,
         "seconds a response's write may stay blocked by a client that reads nothing before the "
-        "connection is shut and its engine requests aborted (0: never); see \"Slow and "
-        "stalled clients\"")
+        "connection is shut and its engine requests aborted (0: never); see "
+        "docs/operations.md §5")
     shutdown_timeout: float = setting(
         ("GREENFRONT_SHUTDOWN_TIMEOUT",), non_negative_float, 0.0,
         "seconds in-flight requests may finish after SIGTERM (`--shutdown-timeout`); new "
@@ -266,8 +266,8 @@ class Config:
         "`system_fingerprint` in responses (empty: null)", empty_is_value=True)
     api_keys: tuple[str, ...] = setting(
         ("GREENFRONT_API_KEY", "VLLM_API_KEY"), names, (),
-        "comma-separated keys for `Authorization: Bearer`; `/health`, `/ready`, `/metrics` "
-        "and `/version` are exempt", secret=True)
+        "comma-separated keys for `Authorization: Bearer`, required on the paths vLLM guards "
+        "(`/v1`, `/v2`, `/inference`, `/cohere`; docs/api.md §1)", secret=True)
     server_dev_mode: bool = setting(
         ("VLLM_SERVER_DEV_MODE",), boolean, False,
         "`1` adds the dev routes (`/sleep`, `/wake_up`, `/is_sleeping`, `/pause`, `/resume`, "
@@ -433,17 +433,3 @@ class Config:
                 value = getattr(self, name)
                 out[decl.env[0]] = ",".join(value) if isinstance(value, tuple) else value
         return out
-
-
-def readme_with_table(text: str) -> str:
-    """``text`` (the README) with the settings table made from the declarations."""
-    return with_table(text, settings_table(decl for _, decl in Config.settings()))
-
-
-if __name__ == "__main__":
-    if sys.argv[1:] != ["--readme"]:
-        raise SystemExit("usage: python -m base.config --readme   (rewrites README.md's settings table)")
-    with open(README, encoding="utf-8") as f:
-        current = f.read()
-    with open(README, "w", encoding="utf-8") as f:
-        f.write(readme_with_table(current))

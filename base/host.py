@@ -49,7 +49,7 @@ def available_memory() -> int | None:
 
 
 def default_worker_count() -> int:
-    """One worker per usable CPU (README: Workers, how this was measured), at most
+    """One worker per usable CPU (docs/deployment.md §2, how this was measured), at most
     ``WORKERS_CAP``, and no more than half the available memory holds."""
     workers = min(usable_cpus(), WORKERS_CAP)
     memory = available_memory()

@@ -190,12 +190,12 @@ def setting(env: tuple[str, ...], parse: Callable[[str], Any], default: Any, doc
     return dataclasses.field(default=default, metadata={"setting": decl})
 
 
-TABLE_BEGIN = "<!-- settings table: generated from config.py by `python -m base.config --readme` -->"
+TABLE_BEGIN = "<!-- settings table: generated from config.py by `python -m base.settings_page` -->"
 TABLE_END = "<!-- end of settings table -->"
 
 
 def settings_table(declarations: Iterable[Setting]) -> str:
-    """The README's settings table: one row per declaration."""
+    """The settings table of docs/settings.md: one row per declaration."""
     rows = ["| variable | default | meaning |", "|---|---|---|"]
     for decl in declarations:
         variable = f"`{decl.env[0]}`"
@@ -206,9 +206,9 @@ def settings_table(declarations: Iterable[Setting]) -> str:
 
 
 def with_table(text: str, table: str) -> str:
-    """``text`` (the README) with ``table`` between its settings-table markers."""
+    """``text`` (docs/settings.md) with ``table`` between its settings-table markers."""
     head, begin, rest = text.partition(TABLE_BEGIN)
     _, end, tail = rest.partition(TABLE_END)
     if not begin or not end:
-        raise ValueError("README.md has no settings-table markers")
+        raise ValueError("the page has no settings-table markers")
     return f"{head}{TABLE_BEGIN}\n{table}\n{TABLE_END}{tail}"

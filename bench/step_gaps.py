@@ -3,7 +3,7 @@
 One probe stream decodes (``ignore_eos``) while long prompts are prefilled beside it: each engine
 step brings the probe one token, so the gaps between its chunks are the engine's step times,
 the chunked-prefill steps of the long prompts included. This is what
-``GREENFRONT_ENGINE_STALL_TIMEOUT`` must stay above (README, "Stalled engines").
+``GREENFRONT_ENGINE_STALL_TIMEOUT`` must stay above (docs/operations.md §4).
 
     python -m bench.step_gaps --url http://127.0.0.1:18000 --prompt-tokens 4000 --long 6
 

@@ -7,7 +7,8 @@ import pytest
 
 from base import config
 from base import host
-from base.config import README, REQUEST_THREADS_CAP, Config, readme_with_table
+from base.config import REQUEST_THREADS_CAP, Config
+from base.settings_page import SETTINGS_PAGE, page_with_table
 
 
 def test_defaults_without_environment():
@@ -68,11 +69,11 @@ def test_worker_sockets_are_ipc_paths_unless_engines_handshake_over_tcp():
     assert bind == "tcp://*:13346" and connect.endswith(":13346") and "*" not in connect
 
 
-def test_readme_settings_table_is_made_from_the_declarations():
-    """Regenerate with ``.venv/bin/python -m base.config --readme`` after declaring a setting."""
-    with open(README, encoding="utf-8") as f:
+def test_settings_page_table_is_made_from_the_declarations():
+    """Regenerate with ``.venv/bin/python -m base.settings_page`` after declaring a setting."""
+    with open(SETTINGS_PAGE, encoding="utf-8") as f:
         text = f.read()
-    assert readme_with_table(text) == text
+    assert page_with_table(text) == text
     for _, decl in Config.settings():
         assert f"| `{decl.env[0]}`" in text
 

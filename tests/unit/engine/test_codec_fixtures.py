@@ -4,7 +4,7 @@ Three checks per fixture:
 * decode: our codec's result equals the fixture's ``decoded`` JSON field by field
   (every fixture; set-valued fields compared as sets). Captured fixtures are
   compared exactly too: we decode the very bytes their JSON was made from, so
-  the run-to-run fields the README warns about cannot differ here.
+  the run-to-run fields the fixtures' README warns about cannot differ here.
 * round trip: decode, re-encode, same bytes (every fixture, captured included).
 * build like vLLM: for derived fixtures, build the message from the JSON the way
   vLLM's code builds it (SamplingParams with only the non-default fields set,
