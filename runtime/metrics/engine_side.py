@@ -83,19 +83,22 @@ class EngineStepRecorder:
         engine = self._engines[outputs.engine_index]
         stats = outputs.scheduler_stats
         if stats is not None:
-            self._scheduler(engine, stats)
+            # The engine's step time orders the gauges across workers: two steps' stats can
+            # reach two workers (vLLM sends a step's stats to one of the clients with outputs in
+            # it, else to client 0) and be read in the opposite order.
+            self._scheduler(engine, stats, outputs.timestamp or time.monotonic())
             self.latest_stats[outputs.engine_index] = stats
         if outputs.outputs:
             self._iteration(engine, outputs.timestamp, batch)
         if stats is not None and self._lora is not None:
             self._lora.on_stats()  # after the outputs, as vLLM updates its LoRA states first
 
-    def _scheduler(self, engine: _Engine, stats: Any) -> None:
-        engine.running.set(stats.num_running_reqs)
-        engine.waiting.set(stats.num_waiting_reqs + stats.num_skipped_waiting_reqs)
-        engine.waiting_by[0].set(stats.num_waiting_reqs)
-        engine.waiting_by[1].set(stats.num_skipped_waiting_reqs)
-        engine.kv_usage.set(stats.kv_cache_usage)
+    def _scheduler(self, engine: _Engine, stats: Any, at: float) -> None:
+        engine.running.set(stats.num_running_reqs, at)
+        engine.waiting.set(stats.num_waiting_reqs + stats.num_skipped_waiting_reqs, at)
+        engine.waiting_by[0].set(stats.num_waiting_reqs, at)
+        engine.waiting_by[1].set(stats.num_skipped_waiting_reqs, at)
+        engine.kv_usage.set(stats.kv_cache_usage, at)
         prefix = stats.prefix_cache_stats
         engine.prefix_queries.inc(prefix.queries)
         engine.prefix_hits.inc(prefix.hits)

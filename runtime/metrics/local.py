@@ -81,12 +81,14 @@ class LocalHistogram:
 
 class LocalGauge:
     """A gauge child's latest value (only the last ``set`` before a write matters) and the time
-    of that ``set``.
+    it was true.
 
     The time goes into the write: a ``mostrecent`` gauge shows the worker whose value carries the
     latest timestamp, and the value must be judged by when it was true, not by when its batch was
-    flushed. Otherwise a worker's last "1 running" from before an abort, flushed after another
-    worker's "0 running", would win the scrape for good (no later stats come to correct it).
+    flushed nor when a worker happened to read it. Otherwise a worker's last "1 running" from
+    before an abort, read or flushed after another worker's "0 running", would win the scrape for
+    good (no later stats come to correct it). Engine gauges therefore pass the engine's own step
+    time (``at``): the engine stamps its steps in order, whichever worker each one reaches.
     """
 
     __slots__ = ("_child", "_value", "_at", "_batch")
@@ -97,11 +99,13 @@ class LocalGauge:
         self._at = 0.0
         self._batch = batch
 
-    def set(self, value: float) -> None:
+    def set(self, value: float, at: float | None = None) -> None:
+        """``at``: when the value was true, on one clock for every writer of this series
+        (default: now, wall clock)."""
         if self._value is None:
             self._batch.dirty.append(self)
         self._value = value
-        self._at = time.time()
+        self._at = time.time() if at is None else at
 
     def detach(self) -> tuple:
         value, self._value = self._value, None

@@ -1,6 +1,11 @@
 """Batched metric updates scrape exactly as direct prometheus-client updates do."""
 from __future__ import annotations
 
+import functools
+import os
+import subprocess
+import sys
+
 from prometheus_client import CollectorRegistry, Counter, Histogram, Summary, generate_latest
 
 from runtime.metrics.families import one_two_five
@@ -69,32 +74,49 @@ from prometheus_client import Gauge
 from runtime.metrics.local import Batch
 batch = Batch()
 gauge = batch.gauge(Gauge("running", "h", ["a"], multiprocess_mode="mostrecent").labels("x"))
-gauge.set(float(sys.argv[1]))
+gauge.set(float(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else None)
 print("set", flush=True)
 sys.stdin.readline()  # the flush waits for the test's word
 batch.flush()
 """
 
 
+def _worker(env: dict, *args: str) -> subprocess.Popen:
+    """A worker process that has set the gauge and waits for the word to flush it."""
+    proc = subprocess.Popen([sys.executable, "-c", _WORKER, *args], env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdout.readline() == "set\n"
+    return proc
+
+
 def test_a_mostrecent_gauge_shows_the_latest_set_not_the_latest_flush(tmp_path):
     """Two workers: one sets 1 (a step before an abort) but flushes last; the other sets 0 after
     it. The scrape must show 0, the state of the engine now."""
-    import os
-    import subprocess
-    import sys
-
     from prometheus_client import multiprocess
 
     env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(tmp_path))
-    def worker(value: str) -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, "-c", _WORKER, value], env=env, text=True,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert proc.stdout.readline() == "set\n"
-        return proc
+    worker = functools.partial(_worker, env)
     early = worker("1")
     late = worker("0")
     late.communicate("\n", timeout=60)
     early.communicate("\n", timeout=60)
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=str(tmp_path))
+    assert b'running{a="x"} 0.0' in generate_latest(registry)
+
+
+def test_engine_gauges_are_ordered_by_the_engines_step_time_not_by_when_a_worker_read_them(
+        tmp_path):
+    """The step before an abort (1 running, engine time 100) reaches one worker late; the step
+    after it (0 running, engine time 101) reached the other worker first. The scrape shows 0."""
+    from prometheus_client import multiprocess
+
+    env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(tmp_path))
+    worker = functools.partial(_worker, env)
+    after_abort = worker("0", "101")
+    before_abort = worker("1", "100")
+    after_abort.communicate("\n", timeout=60)
+    before_abort.communicate("\n", timeout=60)
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=str(tmp_path))
     assert b'running{a="x"} 0.0' in generate_latest(registry)
