@@ -31,6 +31,7 @@ from resources.health import (HealthResource, LoadResource, MetricsResource, Rea
                               VersionResource)
 from resources.models import ModelsResource
 from resources.responses.resource import ResponsesResource
+from resources.responses.stored import CancelResponseResource, StoredResponseResource
 from resources.openapi import OpenApiResource
 from resources.tokenize.resource import DetokenizeResource, TokenizeResource
 from runtime import shutdown
@@ -67,6 +68,8 @@ def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
     app.add_route("/v1/completions", CompletionsResource(state))
     app.add_route("/v1/chat/completions", ChatCompletionsResource(state))
     app.add_route("/v1/responses", ResponsesResource(state))
+    app.add_route("/v1/responses/{response_id}", StoredResponseResource(config))
+    app.add_route("/v1/responses/{response_id}/cancel", CancelResponseResource(config))
     app.add_route("/tokenize", TokenizeResource(state))
     app.add_route("/detokenize", DetokenizeResource(state))
     app.add_route("/inference/v1/generate", GenerateResource(state))

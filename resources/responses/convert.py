@@ -13,7 +13,7 @@ Runs on: request pool threads.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 from base.errors import InvalidRequest
 from resources.chat.convert import prepare_chat
@@ -51,6 +51,8 @@ class ResponsesPrepared(PreparedRequest):
     shell: dict = dataclasses.field(default_factory=dict)
     #: the chat messages this request rendered (what a later ``previous_response_id`` replays)
     messages: list = dataclasses.field(default_factory=list)
+    #: HTTP hub: stores the finished response object (None: not stored)
+    save: Callable[[dict], None] | None = None
 
 
 def _check_refused(body: dict) -> None:
@@ -143,10 +145,24 @@ def chat_body(body: dict, tools: list, tool_choice: Any, history: list[dict]) ->
     return chat
 
 
+def _history(body: dict, history: Callable[[str], list[dict]] | None) -> list[dict]:
+    previous = body.get("previous_response_id")
+    if previous is None:
+        return []
+    if not isinstance(previous, str):
+        raise InvalidRequest("`previous_response_id` must be a string.",
+                             param="previous_response_id")
+    if history is None:
+        from resources.responses.stored import ResponseNotFound
+        raise ResponseNotFound(previous)
+    return history(previous)
+
+
 def prepare_responses(body: Any, ctx: ServingContext, *, header_request_id: str | None = None,
-                      history: list[dict] | None = None) -> ResponsesPrepared:
-    """Validate and convert a parsed /v1/responses body (``history``: the replayed turns of
-    ``previous_response_id``, resolved by the caller).
+                      history: Callable[[str], list[dict]] | None = None) -> ResponsesPrepared:
+    """Validate and convert a parsed /v1/responses body. ``history(id)``: the replayed turns of
+    a ``previous_response_id`` (``resources.responses.stored``; without it such an id is
+    unknown).
 
     Raises:
         ApiError: every 4xx of the chat pipeline, and the Responses API's own.
@@ -159,7 +175,7 @@ def prepare_responses(body: Any, ctx: ServingContext, *, header_request_id: str 
     if not isinstance(tools, list):
         raise InvalidRequest("`tools` must be a list.", param="tools")
     tool_choice = _tool_choice(body, tools)
-    chat = chat_body(body, tools, tool_choice, history or [])
+    chat = chat_body(body, tools, tool_choice, _history(body, history))
     prepared = prepare_chat(chat, ctx)
     rid = body.get("request_id") or f"resp_{random_request_id()}"
     for choice in prepared.choices:

@@ -32,8 +32,7 @@ def event(kind: str, body: dict) -> bytes:
 class ResponsesStreamRenderer:
     """Turns one request's ``ChoiceDelta``s into Responses events."""
 
-    def __init__(self, prepared: Any, ctx: ServingContext,
-                 on_response: Callable[[dict], None] | None = None) -> None:
+    def __init__(self, prepared: Any, ctx: ServingContext) -> None:
         self.prepared = prepared
         setup = prepared.chat_parsing
         self.parser = (None if setup is None
@@ -43,7 +42,8 @@ class ResponsesStreamRenderer:
         self.items: list[dict] = []
         #: the open item: ("reasoning" | "message" | "call", item, accumulated text, call index)
         self.open: list | None = None
-        self.on_response = on_response
+        #: stores the final response before ``response.completed`` is sent (None: not stored)
+        self.on_response: Callable[[dict], None] | None = getattr(prepared, "save", None)
 
     def _emit(self, out: list[bytes], kind: str, body: dict, tail: dict | None = None) -> None:
         body["sequence_number"] = self.seq

@@ -80,5 +80,8 @@ def finished_response(prepared: Any, state: RequestState) -> dict:
 
 
 def render_responses_response(prepared: Any, state: RequestState) -> bytes:
-    """The non-streamed body."""
-    return dumps(finished_response(prepared, state))
+    """The non-streamed body (stored first when the request is to be stored)."""
+    response = finished_response(prepared, state)
+    if prepared.save is not None:
+        prepared.save(response)
+    return dumps(response)
