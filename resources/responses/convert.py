@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from base.errors import InvalidRequest
 from resources.chat.convert import prepare_chat
-from resources.common.fields import require_object
+from resources.common.fields import add_error, require_object, validation_error
 from resources.common.prepared import PreparedRequest, random_request_id
 from resources.responses import items as conv
 from resources.responses.shell import response_shell
@@ -145,6 +145,35 @@ def chat_body(body: dict, tools: list, tool_choice: Any, history: list[dict]) ->
     return chat
 
 
+def _check_input(body: dict, tools: list) -> None:
+    """``input``'s type errors as vLLM's pydantic model reports them (the body as its
+    validators left it: ``tool_choice`` set to "none" without tools)."""
+    errors: list = []
+    source = body.get("input")
+    if "input" not in body:
+        seen = body
+        if not tools and body.get("tool_choice", "auto") in ("auto", "none"):
+            seen = {**body, "tool_choice": "none"}
+        add_error(errors, "missing", ("body", "input"), "Field required", seen)
+    elif not isinstance(source, (str, list)):
+        add_error(errors, "string_type", ("body", "input"), "Input should be a valid string",
+                  source)
+        add_error(errors, "list_type", ("body", "input"), "Input should be a valid list", source)
+    if errors:
+        raise validation_error(errors)
+
+
+def _renamed(exc: InvalidRequest) -> InvalidRequest:
+    """A chat-pipeline error in the Responses API's words: the output budget that does not fit
+    the context is ``max_output_tokens`` (vLLM's own SamplingParams checks still say
+    ``max_tokens``)."""
+    if exc.param != "max_tokens" or "max_model_len" not in exc.message:
+        return exc
+    out = InvalidRequest(exc.message.replace("max_tokens", "max_output_tokens"))
+    out.param = "max_output_tokens"
+    return out
+
+
 def _history(body: dict, history: Callable[[str], list[dict]] | None) -> list[dict]:
     previous = body.get("previous_response_id")
     if previous is None:
@@ -168,15 +197,19 @@ def prepare_responses(body: Any, ctx: ServingContext, *, header_request_id: str 
         ApiError: every 4xx of the chat pipeline, and the Responses API's own.
     """
     body = require_object(body)
+    # vLLM's order: its model's "before" validators (background, prompt, tool usage), then
+    # the fields' types.
     _check_refused(body)
-    if "input" not in body:
-        raise InvalidRequest("Field required: `input`.", param="input")
     tools = body.get("tools") or []
     if not isinstance(tools, list):
         raise InvalidRequest("`tools` must be a list.", param="tools")
     tool_choice = _tool_choice(body, tools)
+    _check_input(body, tools)
     chat = chat_body(body, tools, tool_choice, _history(body, history))
-    prepared = prepare_chat(chat, ctx)
+    try:
+        prepared = prepare_chat(chat, ctx)
+    except InvalidRequest as exc:
+        raise _renamed(exc) from None
     rid = body.get("request_id") or f"resp_{random_request_id()}"
     for choice in prepared.choices:
         choice.external_req_id = f"{rid}_0"  # vLLM's first (only) sub-request of a response
