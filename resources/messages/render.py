@@ -66,11 +66,12 @@ def signature() -> str:
 
 
 def _arguments(text: str) -> Any:
+    """A call's arguments as the ``input`` object; None when they are not JSON (a stop
+    sequence cut the call short)."""
     try:
         return json.loads(text)
     except ValueError:
-        # NOTE: the parsers hand over JSON arguments; vLLM would fail the request here.
-        return {}
+        return None
 
 
 def render_messages_response(prepared: PreparedRequest, state: RequestState) -> bytes:
@@ -80,16 +81,21 @@ def render_messages_response(prepared: PreparedRequest, state: RequestState) -> 
     parser = None if setup is None else ChoiceParser(setup, c.choice.prompt_token_ids)
     message, finish_reason = final_message(prepared, c, parser)
     calls = message.get("tool_calls") or []
-    reason, sequence = stop_reason(finish_reason, c.stop_reason, bool(calls), bool(calls))
+    inputs = [_arguments(call["function"]["arguments"]) for call in calls]
+    # NOTE: vLLM fails the request with a 400 when a stop sequence cut a call's arguments (its
+    # json.loads raises); greenfront answers as the stream does: the call with an empty input,
+    # and stop_sequence since the call is not complete.
+    complete = bool(calls) and all(i is not None for i in inputs)
+    reason, sequence = stop_reason(finish_reason, c.stop_reason, bool(calls), complete)
     content: list[dict[str, Any]] = []
     if message["reasoning"]:
         content.append({"type": "thinking", "thinking": message["reasoning"],
                         "signature": signature()})
     if message["content"]:
         content.append({"type": "text", "text": message["content"]})
-    for call in calls:
+    for call, given in zip(calls, inputs):
         content.append({"type": "tool_use", "id": call["id"], "name": call["function"]["name"],
-                        "input": _arguments(call["function"]["arguments"])})
+                        "input": {} if given is None else given})
     if not content:
         content.append({"type": "text", "text": ""})
     body: dict[str, Any] = {"id": prepared.request_id, "type": "message", "role": "assistant",

@@ -133,16 +133,8 @@ BLOCK = v_model("AnthropicContentBlock", [
 ], after=_block_after)
 
 
-def _tagged_loc(tag: str, inner: Validator) -> Validator:
-    """A union member whose errors pydantic locates under ``tag`` (``str``, ``list[...]``)."""
-    def check(value: Any, loc: tuple, errors: list) -> Any:
-        return inner(value, loc + (tag,), errors)
-    return with_schema(check, getattr(inner, "json_schema", {}))
-
-
 #: ``str | list[AnthropicContentBlock]`` (message content and ``system``).
-CONTENT = v_union(_tagged_loc("str", v_str()),
-                  _tagged_loc("list[AnthropicContentBlock]", v_list(BLOCK)))
+CONTENT = v_union(v_str(), v_list(BLOCK))
 
 
 def tool_change_misplaced(content: Any) -> str | None:

@@ -2,6 +2,7 @@
 stream's events, through the real bodies (docs/messages.md)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -13,6 +14,7 @@ from resources.messages.events import BlockEvents, MessagesStreamRenderer
 from resources.messages.prepare import count_tokens, needs_system_first, prepare_messages
 from resources.messages.render import anthropic_usage, render_messages_response, stop_reason
 from tests.support.bodies import BodyRun
+from text.output_parsers import load_output_parsers
 
 HI = [{"role": "user", "content": "Hi"}]
 
@@ -42,7 +44,7 @@ def test_field_errors_are_openai_shaped_validation_errors(ctx):
     text = err.message
     assert text.startswith("4 validation errors:")
     assert "'loc': 'body.messages.0.role'" in text and "'user', 'assistant' or 'system'" in text
-    assert "body.messages.0.content.str" in text and "body.max_tokens" in text
+    assert "'loc': 'body.messages.0.content'" in text and "body.max_tokens" in text
     err = raised(prepare_messages, {"model": "tiny", "messages": HI, "max_tokens": 2000,
                                     "thinking": {"type": "enabled", "budget_tokens": 2000}}, ctx)
     assert "thinking.budget_tokens must be less than max_tokens" in err.message
@@ -173,3 +175,20 @@ def test_block_events_hold_text_during_a_call_and_sign_thoughts():
         ("content_block_start", 2, "text"), ("content_block_delta", 2, "text_delta"),
         ("content_block_stop", 2, None)]
     assert blocks.tool_complete()
+
+
+def test_a_call_cut_by_a_stop_sequence_is_not_a_finished_tool_use(ctx):
+    # vLLM answers 400 here (its json.loads of the cut arguments raises); greenfront answers as
+    # its stream does.
+    parsers = load_output_parsers(enable_auto_tool_choice=True, tool_call_parser="pythonic",
+                                  tool_parser_plugin="", reasoning_parser="", vocab={})
+    c = dataclasses.replace(ctx, output_parsers=parsers)
+    text = '{"city": "Oslo"}'
+    prepared = prepare_messages({
+        "model": "tiny", "messages": HI, "max_tokens": 10, "stop_sequences": ["Oslo"],
+        "tools": [{"name": "w", "input_schema": {"properties": {"city": {"type": "string"}}}}],
+        "tool_choice": {"type": "tool", "name": "w"}}, c)
+    body = json.loads(BodyRun(prepared, c, MessagesStreamRenderer, render_messages_response)
+                      .tokens(c.tokenizer.encode(text, False), None, None).response())
+    assert [(b["type"], b["input"]) for b in body["content"]] == [("tool_use", {})]
+    assert body["stop_reason"] == "stop_sequence" and body["stop_sequence"] == "Oslo"
