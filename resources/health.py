@@ -56,7 +56,10 @@ class ReadyResource:
 
 
 class VersionResource:
-    """The vLLM version the engines report, and greenfront's."""
+    """The vLLM version the engines report, and greenfront's. ``rust_frontend_version`` is the
+    engines' vLLM version too: greenfront stands where vLLM's Rust frontend would, and vLLM's
+    tooling (its own tests under ``VLLM_USE_RUST_FRONTEND=1``) expects the vLLM release there
+    (``docs/parity.md`` §1)."""
 
     def __init__(self, state: WorkerState) -> None:
         self._state = state
@@ -67,7 +70,8 @@ class VersionResource:
         if client is not None and client.registrations:
             engine_version = next(iter(client.registrations.values())).vllm_version
         resp.content_type = falcon.MEDIA_JSON
-        resp.data = jsonio.dumps({"version": engine_version or "0.32.0",
+        version = engine_version or "0.32.0"
+        resp.data = jsonio.dumps({"version": version, "rust_frontend_version": version,
                                   "greenfront_version": VERSION})
 
 

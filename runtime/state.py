@@ -27,6 +27,7 @@ from runtime.metrics import Metrics
 from runtime.readiness import Readiness
 from runtime.request_pool import get_pool, shutdown_pool
 from runtime.serving_context import ServingContext
+from runtime.worker_bus import WorkerBus
 
 log = logging.getLogger("greenfront.state")
 
@@ -46,6 +47,8 @@ class WorkerState:
         self.chat_template = None
         self.output_parsers = None
         self.client: EngineClient | None = None
+        #: The other workers of the deployment (``runtime.worker_bus``); None with one worker.
+        self.bus: WorkerBus | None = None
         self._context = None
         self.started_at: float = 0.0
         self.metrics = Metrics(config.model_names[0], config.metrics_flush_interval)
@@ -77,6 +80,7 @@ class WorkerState:
         get_pool(cfg)
         self.client = self._make_client()
         self.client.start()
+        self._start_bus()
         gevent.spawn(self._watch_registration)
         self.hub_lag.start()
         self.metrics.start_flushing()
@@ -90,6 +94,16 @@ class WorkerState:
         log.info("worker %d: slot %d, tokenizer backend %s, %d request threads, offload %s",
                  self.pid, cfg.worker_slot, self.tokenizer.backend, cfg.request_threads,
                  "on" if cfg.offload else "off")
+
+    def _start_bus(self) -> None:
+        """The worker bus, when other workers share the deployment: they abort requests named
+        to any worker (``resources/abort_requests.py``)."""
+        cfg = self.config
+        if cfg.worker_count < 2 or not cfg.run_dir:
+            return
+        self.bus = WorkerBus(cfg.run_dir, cfg.worker_slot, cfg.worker_count)
+        self.bus.on("abort", self.client.abort_external)
+        self.bus.start()
 
     def _load_output_parsers(self):
         """The configured tool-call and reasoning parsers (checked against the vocabulary, which
@@ -182,6 +196,8 @@ class WorkerState:
         self.readiness.set_draining()
         self.hub_lag.stop()
         self.metrics.stop()
+        if self.bus is not None:
+            self.bus.stop()
         if self.client is not None:
             self.client.stop()
         shutdown_pool()
