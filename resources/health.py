@@ -76,18 +76,15 @@ class VersionResource:
 
 
 class LoadResource:
-    """``{"server_load": n}``: this worker's completions and chat requests in flight with
-    ``--enable-server-load-tracking`` (vLLM's count), else its engine requests in flight."""
+    """``{"server_load": n}``: the deployment's completions and chat requests in flight with
+    ``--enable-server-load-tracking`` (vLLM's count), else this worker's engine requests."""
 
     def __init__(self, state: WorkerState) -> None:
         self._state = state
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        state, client = self._state, self._state.client
-        load = (state.tracked_requests if state.config.enable_server_load_tracking else
-                client.in_flight if client else 0)
         resp.content_type = falcon.MEDIA_JSON
-        resp.data = jsonio.dumps({"server_load": load})
+        resp.data = jsonio.dumps({"server_load": self._state.server_load()})
 
 
 class MetricsResource:
@@ -108,6 +105,7 @@ class MetricsResource:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         state = self._state
         accept = req.get_header("Accept") or ""
+        state.flush_metrics()
         if state.config.offload:
             body, content_type = get_pool(state.config).apply(state.metrics.exposition, (accept,))
         else:

@@ -2,21 +2,26 @@
 deployment.
 
 Some requests concern the whole deployment, not the worker that happens to answer them:
-``POST /inference/v1/abort_requests`` names requests that may run on any worker. Each worker binds
-one Unix datagram socket, ``bus-<slot>.sock`` in the run directory; ``broadcast`` sends one
-datagram to each other slot's socket, and a receiver greenlet hands each message to the handler
-registered for its topic. Delivery is best effort (a worker that is restarting misses what is
-sent meanwhile), which is what its users need: vLLM's own answers to them do not wait either.
+``POST /inference/v1/abort_requests`` names requests that may run on any worker, and a scrape of
+``/metrics`` must count what every worker gathered so far. Each worker binds one Unix datagram
+socket, ``bus-<slot>.sock`` in the run directory; ``broadcast`` sends one datagram to each other
+slot's socket, and a receiver greenlet hands each message to the handler registered for its
+topic. ``ask`` does the same and waits (bounded) until every worker it reached answered.
+Delivery is best effort (a worker that is restarting misses what is sent meanwhile): an abort
+is not waited for by vLLM either, and a scrape that a busy worker does not answer in time shows
+that worker's figures as of its last periodic flush.
 
 Owning thread: the HTTP hub of each worker (socket, receiver greenlet, handlers).
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from typing import Any, Callable
 
 import gevent
+import gevent.event
 from gevent import socket
 
 from base import jsonio
@@ -32,15 +37,19 @@ class WorkerBus:
 
     def __init__(self, run_dir: str, slot: int, count: int) -> None:
         self._run_dir, self._slot, self._count = run_dir, slot, count
-        self._handlers: dict[str, Callable[[Any], None]] = {}
+        self._handlers: dict[str, Callable[[Any], Any]] = {}
+        self._asks = itertools.count(1)
+        #: ask id -> [answers still expected, the event that wakes the asker]
+        self._waiting: dict[int, list] = {}
         self._sock: socket.socket | None = None
         self._receiver: gevent.Greenlet | None = None
 
     def path(self, slot: int) -> str:
         return os.path.join(self._run_dir, f"bus-{slot}.sock")
 
-    def on(self, topic: str, handler: Callable[[Any], None]) -> None:
-        """Call ``handler(data)`` in this worker's hub for each ``topic`` message of another."""
+    def on(self, topic: str, handler: Callable[[Any], Any]) -> None:
+        """Call ``handler(data)`` in this worker's hub for each ``topic`` message of another
+        (for an ``ask``, in its own greenlet, and its return value is the answer)."""
         self._handlers[topic] = handler
 
     def start(self) -> None:
@@ -62,11 +71,26 @@ class WorkerBus:
             self._sock.close()
             self._sock = None
 
-    def broadcast(self, topic: str, data: Any) -> int:
+    def ask(self, topic: str, data: Any, timeout: float) -> int:
+        """Send ``data`` to every other worker and wait until each reached has handled it (at
+        most ``timeout`` seconds); how many answered."""
+        ask_id = next(self._asks)
+        done = gevent.event.Event()
+        waiting = self._waiting[ask_id] = [0, done]
+        try:
+            sent = self.broadcast(topic, data, ask=ask_id)
+            waiting[0] += sent
+            if waiting[0] > 0:
+                done.wait(timeout)
+            return sent - max(waiting[0], 0)
+        finally:
+            del self._waiting[ask_id]
+
+    def broadcast(self, topic: str, data: Any, ask: int = 0) -> int:
         """Send ``data`` to every other worker; how many sockets took it."""
         if self._sock is None:
             return 0
-        message = jsonio.dumps({"topic": topic, "data": data})
+        message = jsonio.dumps({"topic": topic, "data": data, "ask": ask, "from": self._slot})
         if len(message) > MAX_MESSAGE:
             raise ValueError(f"worker bus message of {len(message)} bytes (max {MAX_MESSAGE})")
         sent = 0
@@ -88,9 +112,35 @@ class WorkerBus:
             except OSError:
                 return
             try:
-                message = jsonio.loads(data)
-                handler = self._handlers.get(message["topic"])
-                if handler is not None:
-                    handler(message["data"])
+                self._dispatch(jsonio.loads(data))
             except Exception:  # one bad message must not end the bus
                 log.exception("worker bus: could not handle a message")
+
+    def _dispatch(self, message: dict) -> None:
+        topic, ask = message["topic"], message.get("ask", 0)
+        if topic == "answer":
+            waiting = self._waiting.get(ask)
+            if waiting is not None:
+                waiting[0] -= 1
+                if waiting[0] == 0:
+                    waiting[1].set()
+            return
+        handler = self._handlers.get(topic)
+        if not ask:
+            if handler is not None:
+                handler(message["data"])
+            return
+        gevent.spawn(self._answer, handler, message["data"], ask, message["from"])
+
+    def _answer(self, handler: Callable[[Any], Any] | None, data: Any, ask: int,
+                to: int) -> None:
+        try:
+            if handler is not None:
+                handler(data)
+        finally:
+            if self._sock is not None:
+                try:
+                    self._sock.sendto(jsonio.dumps({"topic": "answer", "ask": ask}),
+                                      self.path(to))
+                except OSError as exc:
+                    log.debug("worker bus: cannot answer slot %d: %s", to, exc)

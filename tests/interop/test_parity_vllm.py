@@ -179,3 +179,41 @@ def test_version_names_vllms_release_as_the_rust_frontend_does(stacks):
     mine = requests.get(ours.url + "/version", timeout=30).json()
     vllms = requests.get(theirs.url + "/version", timeout=30).json()
     assert mine["version"] == vllms["version"] == mine["rust_frontend_version"]
+
+
+FORWARDED = [5000, 6000, 7000, 8000, 1]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_forwarded_prompt_ids_are_the_prompt_as_in_vllm(stacks, stream):
+    """A P/D decode stage: the prefill stage's ids in ``kv_transfer_params`` are the prompt
+    (the echo simulator answers them back), the messages are not rendered."""
+    body = {"model": "tiny", "messages": [{"role": "user", "content": "Say hi"}],
+            "max_tokens": 6, "temperature": 0, "return_token_ids": True, "stream": stream,
+            "kv_transfer_params": {"prompt_token_ids": FORWARDED}}
+    answers = [requests.post(s.url + "/v1/chat/completions", json=body, timeout=60)
+               for s in stacks]
+    assert answers[0].status_code == answers[1].status_code == 200, [a.text for a in answers]
+    assert _norm(answers[0].content) == _norm(answers[1].content)
+    assert b'"prompt_token_ids":[5000,6000,7000,8000,1]' in answers[1].content
+
+
+@pytest.mark.parametrize("ids", [[], [-1], "x", [1.5], [True], [10 ** 7], None],
+                         ids=["empty", "negative", "string", "float", "bool", "oov", "null"])
+def test_bad_forwarded_prompt_ids_answer_as_vllm(stacks, ids):
+    body = {"model": "tiny", "messages": [{"role": "user", "content": "Say hi"}],
+            "max_tokens": 3, "temperature": 0, "kv_transfer_params": {"prompt_token_ids": ids}}
+    answers = [requests.post(s.url + "/v1/chat/completions", json=body, timeout=60)
+               for s in stacks]
+    assert answers[0].status_code == answers[1].status_code, [a.text for a in answers]
+    assert _norm(answers[0].content) == _norm(answers[1].content)
+
+
+def test_echo_renders_the_messages_despite_forwarded_ids_as_vllm(stacks):
+    body = {"model": "tiny", "messages": [{"role": "user", "content": "Say hi"}],
+            "max_tokens": 3, "temperature": 0, "echo": True, "return_token_ids": True,
+            "kv_transfer_params": {"prompt_token_ids": FORWARDED}}
+    answers = [requests.post(s.url + "/v1/chat/completions", json=body, timeout=60)
+               for s in stacks]
+    assert answers[0].status_code == answers[1].status_code == 200, [a.text for a in answers]
+    assert _norm(answers[0].content) == _norm(answers[1].content)
