@@ -37,7 +37,7 @@ from engine.liveness import Liveness
 from engine.registrations import Registrations
 from engine.registry import RequestRegistry
 from engine.request_stats import RequestTiming
-from engine.stream import RequestStream, Waker, deliver_all, fail_all
+from engine.stream import RequestStream, Waker, deliver_all, end_aborted, fail_all
 from engine.transport import Transport
 from engine.utility_calls import PING_METHOD, UtilityCalls
 from base.errors import (ApiError, EngineDead, EngineStalled, EngineUnavailable, InvalidRequest,
@@ -225,8 +225,16 @@ class EngineClient:
     def abort(self, request_ids: list[str]) -> None:
         """Any thread: abort requests in their engines and forget them (no acknowledgement)."""
         if request_ids and self._thread is not None:
-            ids = list(request_ids)
-            self._call_engine(lambda: self._abort(ids))
+            self._call_engine(lambda ids=list(request_ids): self._abort(ids))
+
+    def abort_external(self, external_ids: list[str]) -> None:
+        """Any thread: abort requests by external id; they end with finish reason ``abort``."""
+        def end() -> None:  # engine-I/O thread
+            streams = self._registry.pop_external(external_ids)
+            self._post_aborts(streams)
+            self._to_hub(lambda: end_aborted(streams))
+        if external_ids and self._thread is not None:
+            self._call_engine(end)
 
     def abort_all(self, error: ApiError) -> None:
         """Any thread: end every request in flight with ``error``, in the engines too, and
@@ -315,8 +323,7 @@ class EngineClient:
         return copy.copy(rejection) if rejection is not None else None
 
     def _abort(self, request_ids: list[str]) -> None:
-        popped = (self._registry.pop(rid) for rid in request_ids)
-        self._post_aborts([stream for stream in popped if stream is not None])
+        self._post_aborts([s for s in map(self._registry.pop, request_ids) if s is not None])
 
     def _post_aborts(self, streams: list[RequestStream]) -> None:
         """One ABORT per engine for ``streams`` (the engines send nothing back for it)."""

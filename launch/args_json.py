@@ -21,7 +21,7 @@ UNSUPPORTED = frozenset({
     "trust_request_mm_kwargs", "return_tokens_as_token_ids",
     "exclude_tools_when_tool_choice_none", "tool_strict_level", "tool_server",
     "enable_per_request_metrics", "sse_keep_alive_interval",
-    "enable_tokenizer_info_endpoint", "enable_log_outputs", "enable_log_deltas",
+    "enable_log_outputs", "enable_log_deltas",
     "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
     "tokens_only", "uds", "enable_ssl_refresh", "ssl_ciphers", "middleware",
     "disable_access_log_for_endpoints", "skip_tokenizer_init",
@@ -159,6 +159,7 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
                                   _structured_outputs_backend),
     "default_chat_template_kwargs": ("GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS", _json_object),
     "tokenizer_mode": ("", _tokenizer_mode),
+    "enable_tokenizer_info_endpoint": ("GREENFRONT_ENABLE_TOKENIZER_INFO_ENDPOINT", _flag),
 }
 
 #: How ``greenfront serve`` takes an option on its command line when its converter does not
