@@ -34,7 +34,7 @@ import msgspec
 from engine import protocol, shared_registrations
 from engine.admission import Admission, Group
 from engine.liveness import Liveness
-from engine.registrations import Registrations
+from engine.registrations import Registrations, speaks_033
 from engine.registry import RequestRegistry
 from engine.request_stats import RequestTiming
 from engine.stream import RequestStream, Waker, deliver_all, fail_all
@@ -96,6 +96,9 @@ class EngineClient:
         # DP coordinator view (docs/engine-protocol.md §7.2): the current wave, and whether the engines are running one.
         self.current_wave = 0
         self.engines_running = True
+        # Engine-I/O thread (set before it starts): 0.32 coordinators take the frontend's wake-up
+        # message; 0.33 ones log each as an error (their engines wake each other).
+        self._wake_coordinator = True
         self._registrations = Registrations(self.ranks, max_model_len_cap)
         self.registrations = self._registrations.by_rank  # HTTP hub: rank -> registration
         self.ready = False
@@ -121,6 +124,7 @@ class EngineClient:
         if self._registration_dir:
             for rank, registration in shared_registrations.load(self._registration_dir, self.ranks):
                 self._register(rank, registration)
+                self._wake_coordinator &= not speaks_033(registration)
         self._thread = EngineThread(self._start_transport)
         self._thread.start()
         if self._transport is None:
@@ -299,7 +303,7 @@ class EngineClient:
         frames[0] = _identity(rank)
         rid = stream.request_id
         self._transport.post(frames, lambda error: self._on_add_failed(rid, error))
-        if self._coordinator_address and not self.engines_running:
+        if self._coordinator_address and not self.engines_running and self._wake_coordinator:
             # 0.32: the first request of an idle DP deployment tells the coordinator to start a
             # wave on every engine (docs/engine-protocol.md §7.2.4); the 2-byte identity as bin means "wake everyone".
             self.engines_running = True
@@ -397,6 +401,7 @@ class EngineClient:
             log.exception("undecodable registration from engine %d", rank)
             return
         self._heard(rank)
+        self._wake_coordinator &= not speaks_033(registration)
         if self._registration_dir:
             shared_registrations.save(self._registration_dir, rank, payload)
         self._to_hub(lambda: self._register(rank, registration))
