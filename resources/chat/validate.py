@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from base.errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.fields import INVALID, add_error, described, with_schema
-from resources.common.newer_fields import refuse_weight_versions
+from resources.common.newer_fields import refuse_unserved
 from resources.common.sampling_rules import (Refusable, check_logprob_counts,
                                              check_raw_constraints, refuse_unimplemented)
 
@@ -238,7 +238,7 @@ def check_raw(body: dict) -> None:
     if body.get("continue_final_message") and body.get("add_generation_prompt"):
         raise InvalidRequest("Cannot set both `continue_final_message` and "
                              "`add_generation_prompt` to True.")
-    refuse_weight_versions(body)
+    refuse_unserved(body, "chat")
     _check_tools_raw(body)
     so = body.get("structured_outputs")
     if isinstance(so, dict):
