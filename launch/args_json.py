@@ -18,12 +18,11 @@ from base.settings import lora_module_list
 #: vLLM frontend options whose behaviour greenfront does not have. Setting any of them to a
 #: non-default value is refused rather than silently ignored.
 UNSUPPORTED = frozenset({
-    "trust_request_mm_kwargs", "return_tokens_as_token_ids",
-    "exclude_tools_when_tool_choice_none", "tool_strict_level", "tool_server",
-    "enable_per_request_metrics", "sse_keep_alive_interval",
+    "trust_request_mm_kwargs", "tool_strict_level", "tool_server",
+    "enable_per_request_metrics",
     "enable_tokenizer_info_endpoint", "enable_log_outputs", "enable_log_deltas",
     "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
-    "tokens_only", "uds", "enable_ssl_refresh", "ssl_ciphers", "middleware",
+    "tokens_only", "enable_ssl_refresh", "ssl_ciphers", "middleware",
     "disable_access_log_for_endpoints", "skip_tokenizer_init",
     "enable_prompt_embeds", "override_generation_config", "tokenizer_revision",
     "hf_config_path", "enable_flash_late_interaction",
@@ -84,6 +83,19 @@ def _one_api_server(value: Any) -> str | None:
     if value in (None, 1):
         return None
     raise _Refused()
+
+
+def _keep_alive_interval(value: Any) -> str:
+    # vLLM: whole seconds, 0 turns it off, a negative value is an error at start.
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise _Refused()
+    try:
+        seconds = int(value)
+    except ValueError:
+        raise _Refused() from None
+    if seconds < 0:
+        raise _Refused()
+    return str(seconds)
 
 
 def _fingerprint_mode(value: Any) -> str | None:
@@ -194,6 +206,10 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "api_server_count": ("", _one_api_server),
     "fingerprint_mode": ("", _fingerprint_mode),
     "fingerprint_value": ("", lambda v: None),
+    "return_tokens_as_token_ids": ("GREENFRONT_RETURN_TOKENS_AS_TOKEN_IDS", _flag),
+    "exclude_tools_when_tool_choice_none": ("GREENFRONT_EXCLUDE_TOOLS_WHEN_TOOL_CHOICE_NONE",
+                                            _flag),
+    "sse_keep_alive_interval": ("GREENFRONT_SSE_KEEP_ALIVE_INTERVAL", _keep_alive_interval),
 }
 
 #: How ``greenfront serve`` takes an option on its command line when its converter does not
@@ -226,7 +242,9 @@ NO_EFFECT = frozenset({"host", "port", "model", "model_tag", "disable_uvicorn_ac
                        "dp_supervisor_probe_interval_s", "dp_supervisor_probe_timeout_s",
                        "allowed_local_media_path", "allowed_media_domains",
                        "limit_mm_per_prompt", "media_io_kwargs", "mm_processor_kwargs",
-                       "language_model_only", "trust_remote_code", "renderer_num_workers"})
+                       "language_model_only", "trust_remote_code", "renderer_num_workers",
+                       # vllm serve binds the unix socket and hands it over like a TCP one
+                       "uds"})
 
 
 class UnsupportedOptions(ValueError):
