@@ -28,8 +28,8 @@ from resources.admin.lora import load_static_modules
 from resources.chat.resource import ChatCompletionsResource
 from resources.completions.resource import CompletionsResource
 from resources.generate.resource import GenerateResource
-from resources.health import (HealthResource, LoadResource, MetricsResource, ReadyResource,
-                              VersionResource)
+from resources.health import (HealthResource, KvEventSourcesResource, LoadResource,
+                              MetricsResource, ReadyResource, VersionResource)
 from resources.messages.resource import CountTokensResource, MessagesResource
 from resources.models import ModelsResource
 from resources.responses.resource import ResponsesResource
@@ -64,6 +64,7 @@ def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
     app.add_route("/ready", ReadyResource(state))
     app.add_route("/version", VersionResource(state))
     app.add_route("/load", LoadResource(state))
+    app.add_route("/kv_event_sources", KvEventSourcesResource(state))
     app.add_route("/metrics", MetricsResource(state))
     app.add_route("/v1/models", ModelsResource(state))
     app.add_route("/openapi.json", OpenApiResource(app, root_path=config.root_path))

@@ -112,3 +112,21 @@ class MetricsResource:
             body, content_type = state.metrics.exposition(accept)
         resp.content_type = content_type
         resp.data = body
+
+
+class KvEventSourcesResource:
+    """``GET /kv_event_sources``: each DP rank's ``kv_events_config`` from its registration
+    (the ranks that report one), keyed by the rank as a string, as vLLM 0.33's frontends
+    answer; ``{}`` before the engines registered."""
+
+    def __init__(self, state: WorkerState) -> None:
+        self._state = state
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        client = self._state.client
+        registrations = client.registrations if client is not None else {}
+        sources = {str(r.data_parallel_rank): r.kv_events_config
+                   for _, r in sorted(registrations.items())
+                   if r.kv_events_config is not None}
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = jsonio.dumps(sources)

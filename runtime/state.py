@@ -265,6 +265,8 @@ class WorkerState:
             stream_interval=cfg.stream_interval,
             enable_force_include_usage=cfg.enable_force_include_usage,
             enable_prompt_tokens_details=cfg.enable_prompt_tokens_details,
+            return_tokens_as_token_ids=cfg.return_tokens_as_token_ids,
+            exclude_tools_when_tool_choice_none=cfg.exclude_tools_when_tool_choice_none,
             max_stop_strings=cfg.max_stop_strings,
             max_n=cfg.max_n,
             max_completion_prompts=cfg.max_completion_prompts,

@@ -170,9 +170,13 @@ def render_prompt(ctx: ServingContext, f: ChatPrompt,
         if template is None:
             raise InvalidRequest(NO_TEMPLATE)
         conversation = parse_messages(f.messages)
+        tools = tool_dicts(f.tools)
+        # /tokenize's chat form has no tool_choice: it renders its tools regardless.
+        if ctx.exclude_tools_when_tool_choice_none and getattr(f, "tool_choice", None) == "none":
+            tools = None
         text = template.render_conversation(
             conversation, add_generation_prompt=f.add_generation_prompt,
-            continue_final_message=f.continue_final_message, tools=tool_dicts(f.tools),
+            continue_final_message=f.continue_final_message, tools=tools,
             documents=f.documents,
             extra_kwargs=template_kwargs(ctx, f) if kwargs is None else kwargs)
     except ChatTemplateError as exc:
@@ -280,7 +284,8 @@ def prepare_parsed_chat(f: types.ChatRequest, ctx: ServingContext, *,
         kind="chat", request_id=request_id, created=now(), model=ctx.response_model(lora),
         stream=stream, choices=choices, include_usage=include_usage, continuous_usage=continuous,
         return_token_ids=bool(f.return_token_ids), echo=f.echo, logprobs=logprobs,
-        return_tokens_as_token_ids=bool(f.return_tokens_as_token_ids), n=n, num_prompts=1,
+        return_tokens_as_token_ids=ctx.tokens_as_ids(f.return_tokens_as_token_ids), n=n,
+        num_prompts=1,
         priority=f.priority, cache_salt=f.cache_salt, response_role=role,
         echo_content=echo_content if isinstance(echo_content, str) else "",
         prompt_text=prompt_text if f.return_prompt_text else None, lora_request=lora,
