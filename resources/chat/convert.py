@@ -217,13 +217,19 @@ def chat_prompt_ids(f: types.ChatRequest, ctx: ServingContext) -> list[int]:
     refusals and the length rules applied), without building an engine request."""
     ctx.resolve_model(f.model)
     validate.check_request(f, ctx)
+    rule = _length_rule(ctx, f)[0]
+    prompt_text = render_prompt(ctx, f)[1]
+    return list(tokenize_texts(ctx, [prompt_text], rule)[0])
+
+
+def _length_rule(ctx: ServingContext, f: types.ChatRequest) -> tuple[Any, int | None]:
+    """The prompt-length rule of a chat request, and the output length it asked for."""
     requested, param = _requested_output(f)
     rule = make_rule(ctx, max_output_tokens=requested or 0, output_param=param,
                      truncate_prompt_tokens=f.truncate_prompt_tokens,
                      truncation_side=f.truncation_side,
                      add_special_tokens=f.add_special_tokens)
-    prompt_text = render_prompt(ctx, f)[1]
-    return list(tokenize_texts(ctx, [prompt_text], rule)[0])
+    return rule, requested
 
 
 def _prompt(ctx: ServingContext, f: types.ChatRequest, kwargs: dict[str, Any],
@@ -248,11 +254,7 @@ def prepare_parsed_chat(f: types.ChatRequest, ctx: ServingContext, *,
     lora = ctx.resolve_model(f.model)
     validate.check_request(f, ctx)
 
-    requested, param = _requested_output(f)
-    rule = make_rule(ctx, max_output_tokens=requested or 0, output_param=param,
-                     truncate_prompt_tokens=f.truncate_prompt_tokens,
-                     truncation_side=f.truncation_side,
-                     add_special_tokens=f.add_special_tokens)
+    rule, requested = _length_rule(ctx, f)
     kwargs = template_kwargs(ctx, f)
     conversation, prompt_text, ids = _prompt(ctx, f, kwargs, rule)
     parsing = chat_parsing(ctx, f, kwargs)
