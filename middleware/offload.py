@@ -33,6 +33,8 @@ log = logging.getLogger("greenfront.offload")
 #: The paths whose work is CPU-heavy (tokenization, templates). Everything else stays in the hub.
 OFFLOADED_PATHS = frozenset({
     "/v1/chat/completions",
+    "/v1/messages",
+    "/v1/messages/count_tokens",
     "/v1/completions",
     "/tokenize",
     "/detokenize",
