@@ -39,6 +39,7 @@ OFFLOADED_PATHS = frozenset({
     "/tokenize",
     "/detokenize",
     "/inference/v1/generate",
+    "/v1/responses",
 })
 
 _READ_CHUNK = 1 << 20

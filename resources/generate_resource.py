@@ -63,7 +63,7 @@ class GenerationResource:
     def _start(self, req: falcon.Request, resp: falcon.Response, body: Any) -> None:
         state = self._state
         ctx = state.serving_context()
-        prepared = type(self).prepare(body, ctx, header_request_id=req.get_header("X-Request-Id"))
+        prepared = self.prepare_request(body, ctx, req)
         apply_request_headers(prepared, req, body, from_body=type(self).openai_headers)
         if state.config.log_requests:
             _log_request(prepared)
@@ -92,6 +92,11 @@ class GenerationResource:
             resp.stream = DeferredBody(generation, output_state,
                                        lambda st: render(prepared, st), on_finished,
                                        self.error_envelope)
+
+    def prepare_request(self, body: Any, ctx: Any, req: falcon.Request) -> Any:
+        """The prepared request; an endpoint that needs more than ``prepare`` takes (the
+        Responses store) overrides this."""
+        return type(self).prepare(body, ctx, header_request_id=req.get_header("X-Request-Id"))
 
 
 def _log_request(prepared: Any) -> None:
