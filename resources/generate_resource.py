@@ -63,7 +63,6 @@ class GenerationResource:
     def _start(self, req: falcon.Request, resp: falcon.Response, body: Any) -> None:
         state = self._state
         ctx = state.serving_context()
-        body = read_json(req)
         prepared = self.prepare_request(body, ctx, req)
         apply_request_headers(prepared, req, body, from_body=type(self).openai_headers)
         if state.config.log_requests:
