@@ -48,11 +48,7 @@ def _answers_when_the_engine_dies(stack) -> dict:
                for kind in ("whole", "stream") for i in range(2)]
     for t in threads:
         t.start()
-    deadline = time.time() + 60
-    while len([t for t in threads if t.is_alive()]) == 4 and time.time() < deadline:
-        time.sleep(0.5)  # running until the engine dies
-        if time.time() > deadline - 55:
-            break
+    time.sleep(5)  # all four running in the engine (1,800 tokens take minutes on CPU)
     engines = [p for p in descendants(stack.proc.pid) if "EngineCore" in _cmdline(p)]
     assert engines, "no EngineCore process found"
     for pid in engines:
