@@ -65,7 +65,7 @@ def test_requests_in_flight_when_the_engine_dies_get_vllms_answer(tmp_path):
         stack = start(str(tmp_path / f"{name}.log"))
         try:
             answers[name] = _answers_when_the_engine_dies(stack.wait_healthy())
-            assert stack.proc.wait(timeout=90) != 0  # vllm serve stops, failing
+            stack.proc.wait(timeout=90)  # vllm serve stops (vLLM's exits 0, greenfront's 1)
         finally:
             stack.kill()
     theirs, ours = answers["python"], answers["greenfront"]
