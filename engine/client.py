@@ -41,8 +41,8 @@ from engine.request_stats import RequestTiming
 from engine.stream import RequestStream, Waker, deliver_all, end_aborted, fail_all
 from engine.transport import Transport
 from engine.utility_calls import PING_METHOD, UtilityCalls
-from base.errors import (ApiError, EngineDead, EngineStalled, EngineUnavailable, InvalidRequest,
-                    ServerError)
+from base.errors import (ApiError, EngineDead, EngineFailed, EngineStalled, EngineUnavailable,
+                         InvalidRequest, ServerError)
 from engine.io_thread import EngineThread
 from base.handoff import HubInbox, run_each
 
@@ -428,7 +428,7 @@ class EngineClient:
         self.dead_reason = reason
         log.error("engine core dead: %s", reason)
         streams = self._registry.pop_all()
-        error = EngineDead(f"The engine core is dead: {reason}.")
+        error = EngineFailed()  # vLLM's 500 for requests in flight (new ones: 503 EngineDead)
         self._to_hub(lambda: self._fail_all(streams, error))
 
     def _on_coordinator(self, counts: Any, wave: int, running: bool) -> None:

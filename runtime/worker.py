@@ -91,6 +91,7 @@ class GreenfrontWorker(GeventWorker):
         config = self.config.for_worker(self.slot)
         state = WorkerState(config)
         _serving = Serving(config, state, Drain.for_worker(config, state, self.close_idle))
+        state.before_halt = _serving.drain.answer_in_flight
         super().load_wsgi()
 
     @property

@@ -32,9 +32,10 @@ import os
 from typing import Any
 
 import falcon
+import gevent
 
 from base.config import Config
-from base.errors import NotFound, ServerError
+from base.errors import EngineUnavailable, NotFound, ServerError
 from resources.admin.engines import NO_TIMEOUT, call_each, engine_client
 from resources.common.fields import (
     MISSING,
@@ -48,7 +49,7 @@ from resources.common.fields import (
 )
 from resources.request_body import read_json
 from runtime.lora_registry import InvalidUserInput, LoraAdapter, LoraRegistry, lora_registry
-from runtime.state import WorkerState, halt_server
+from runtime.state import WorkerState
 
 log = logging.getLogger("greenfront.lora")
 
@@ -131,6 +132,7 @@ def load_static_modules(state: WorkerState, registry: LoraRegistry) -> None:
     registry shares them with the other workers); one already listed is not loaded again (a
     restarted worker). A module that fails to load stops the server, as vLLM fails its start."""
     if state.config.worker_slot != 0:
+        _wait_for_static_modules(state, registry)
         return
     listed = {a.name: a.path for a in registry.adapters()}
     for name, path, base, is_3d in state.config.lora_modules:
@@ -139,10 +141,18 @@ def load_static_modules(state: WorkerState, registry: LoraRegistry) -> None:
         try:
             load_adapter(state, registry, name, path, is_3d=is_3d, base_model_name=base)
         except Exception as exc:
-            log.error("stopping: --lora-modules %s=%s did not load: %s", name, path,
-                      getattr(exc, "message", exc))
-            halt_server()
+            reason = f"--lora-modules {name}={path} did not load: {getattr(exc, 'message', exc)}"
+            log.error("stopping: %s", reason)
+            state.halt(EngineUnavailable(f"The server is stopping: {reason}."))
             return
+
+
+def _wait_for_static_modules(state: WorkerState, registry: LoraRegistry) -> None:
+    """The other workers: until slot 0 listed every module (their start waits for this, as
+    vLLM serves only once they are loaded; a module that fails halts the server anyway)."""
+    names = {module[0] for module in state.config.lora_modules}
+    while not names <= {a.name for a in registry.adapters()}:
+        gevent.sleep(0.2)
 
 
 # -- resources ----------------------------------------------------------------------------------
