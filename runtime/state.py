@@ -48,7 +48,8 @@ class WorkerState:
         self.client: EngineClient | None = None
         self._context = None
         self.started_at: float = 0.0
-        self.metrics = Metrics(config.model_names[0], config.metrics_flush_interval)
+        self.metrics = Metrics(config.model_names[0], config.metrics_flush_interval,
+                               config.custom_histogram_buckets)
         self.hub_lag = HubLagMonitor(config.hub_lag_interval, self.metrics.observe_hub_lag)
         #: What /ready answers from; the shutdown path and the stall detector feed it.
         self.readiness = Readiness(config.ready_max_hub_lag, engines=lambda: self.client,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -20,7 +21,8 @@ from tests.support.processes import free_port, reap, wait_healthy
 from tests.support.waiting import wait_for
 
 FLAGS = ["--return-tokens-as-token-ids", "--exclude-tools-when-tool-choice-none",
-         "--sse-keep-alive-interval", "1"]
+         "--sse-keep-alive-interval", "1",
+         "--custom-histogram-buckets", '{"request_latency": [0.25, 2.5]}']
 SIM = "--output-mode echo --itl-ms 2 --ttft-ms 5"
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}}}}]
@@ -89,6 +91,17 @@ def test_keep_alive_comments_while_a_stream_waits(url):
         "token_ids": [1, 2, 3], "stream": True,
         "sampling_params": {"max_tokens": 2, "extra_args": {"sim_ttft_ms": 1500}}})
     assert r.status_code == 200 and "keep-alive" not in r.text
+
+
+def test_custom_histogram_buckets_replace_a_familys_bounds(url):
+    _post(url, "/v1/completions", {"prompt": "Hello", "max_tokens": 2})
+    text = requests.get(url + "/metrics", timeout=30).text
+    bounds = re.findall(r'vllm:e2e_request_latency_seconds_bucket\{[^}]*le="([^"]+)"', text)
+    assert sorted(set(bounds)) == ["+Inf", "0.25", "2.5"]
+    # A family not named keeps vLLM's defaults.
+    assert 'vllm:time_to_first_token_seconds_bucket{' in text
+    assert len(set(re.findall(r'vllm:time_to_first_token_seconds_bucket\{[^}]*le="([^"]+)"',
+                              text))) > 3
 
 
 class _UnixConnection(http.client.HTTPConnection):

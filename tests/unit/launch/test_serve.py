@@ -54,8 +54,8 @@ def test_external_engines_and_workers():
 
 def test_unimplemented_frontend_options_are_refused_together():
     with pytest.raises(UnsupportedOptions) as info:
-        _settings("/m", "--tool-server", "x", "--custom-histogram-buckets", "{}")
-    assert info.value.names == ["custom_histogram_buckets", "tool_server"]
+        _settings("/m", "--tool-server", "x", "--enable-per-request-metrics")
+    assert info.value.names == ["enable_per_request_metrics", "tool_server"]
 
 
 def test_options_nobody_knows_are_refused():
