@@ -29,7 +29,10 @@ from resources.completions.resource import CompletionsResource
 from resources.generate.resource import GenerateResource
 from resources.health import (HealthResource, KvEventSourcesResource, LoadResource,
                               MetricsResource, ReadyResource, VersionResource)
+from resources.messages.resource import CountTokensResource, MessagesResource
 from resources.models import ModelsResource
+from resources.responses.resource import ResponsesResource
+from resources.responses.stored import CancelResponseResource, StoredResponseResource
 from resources.openapi import OpenApiResource
 from resources.tokenize.resource import DetokenizeResource, TokenizeResource
 from runtime import shutdown
@@ -66,6 +69,11 @@ def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
     # OpenAI API and vLLM's tokenizer routes: offloaded to the request pool.
     app.add_route("/v1/completions", CompletionsResource(state))
     app.add_route("/v1/chat/completions", ChatCompletionsResource(state))
+    app.add_route("/v1/responses", ResponsesResource(state))
+    app.add_route("/v1/responses/{response_id}", StoredResponseResource(config))
+    app.add_route("/v1/responses/{response_id}/cancel", CancelResponseResource(config))
+    app.add_route("/v1/messages", MessagesResource(state))
+    app.add_route("/v1/messages/count_tokens", CountTokensResource(state))
     app.add_route("/tokenize", TokenizeResource(state))
     app.add_route("/detokenize", DetokenizeResource(state))
     app.add_route("/inference/v1/generate", GenerateResource(state))

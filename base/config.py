@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from base.frontend_options import FrontendOptions
+from base.responses_settings import ResponsesSettings
 from base.host import WORKERS_CAP, default_worker_count, local_model_dir, reachable_host
 from base.settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
     REQUEST_THREADS_CAP, Setting, boolean, capped_threads, choice, fingerprint, gc_thresholds,
@@ -53,7 +54,7 @@ DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
 
 
 @dataclass(frozen=True)
-class Config(FrontendOptions):
+class Config(ResponsesSettings, FrontendOptions):
     """Every setting of greenfront, each declared once (docs/settings.md's table is made from
     these)."""
 

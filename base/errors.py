@@ -24,6 +24,9 @@ class ApiError(Exception):
     type: str = "InternalServerError"
     #: Extra response headers (``Retry-After`` on an admission refusal).
     headers: tuple[tuple[str, str], ...] = ()
+    #: The API whose envelope the error is written in: None (not decided) and "openai" give
+    #: OpenAI's, "anthropic" Anthropic's (``/v1/messages``' handler errors, as vLLM answers them).
+    envelope: str | None = None
 
     def __init__(self, message: str, *, param: str | None = None, value: Any = None,
                  show_value: bool = False) -> None:
@@ -41,8 +44,17 @@ class ApiError(Exception):
         self.param = param
 
     def to_envelope(self) -> dict[str, Any]:
+        if self.envelope == "anthropic":
+            return {"type": "error", "error": {"type": self.type, "message": self.message}}
         return {"error": {"message": self.message, "type": self.type, "param": self.param,
                           "code": self.status}}
+
+
+def in_envelope(error: ApiError, envelope: str) -> ApiError:
+    """``error`` written in ``envelope`` unless an earlier stage already chose one."""
+    if error.envelope is None:
+        error.envelope = envelope
+    return error
 
 
 class InvalidRequest(ApiError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Iterator, Protocol
 
-from base.errors import ApiError
+from base.errors import ApiError, in_envelope
 from runtime.cancellation import Cancellation
 from streaming.error_response import http_parts, status_line
 from streaming.submit import Generation
@@ -58,8 +58,10 @@ class _Pump:
     """Moves outputs from the generation's streams into the request state."""
 
     def __init__(self, generation: Generation, state: OutputState, cancel: Cancellation,
-                 on_finished: Callable[[Any], None] | None = None) -> None:
+                 on_finished: Callable[[Any], None] | None = None,
+                 error_envelope: str | None = None) -> None:
         self.generation = generation
+        self._envelope = error_envelope
         self.state = state
         self.cancel = cancel
         self.error: ApiError | None = None
@@ -92,7 +94,7 @@ class _Pump:
                 generation.streams[index].abort()
             on_delta(index, delta)
         if error is not None:
-            self.error = error
+            self.error = error if self._envelope is None else in_envelope(error, self._envelope)
             generation.abort()
             return False
         if self._on_finished is not None and self.state.all_finished:
@@ -114,8 +116,8 @@ class StreamingBody:
     def __init__(self, generation: Generation, state: OutputState, renderer: StreamRenderer,
                  cancel: Cancellation, error_event: Callable[[ApiError], bytes],
                  on_finished: Callable[[Any], None] | None = None,
-                 keep_alive: float = 0) -> None:
-        self._pump = _Pump(generation, state, cancel, on_finished)
+                 error_envelope: str | None = None, keep_alive: float = 0) -> None:
+        self._pump = _Pump(generation, state, cancel, on_finished, error_envelope)
         self._renderer = renderer
         self._error_event = error_event
         # --sse-keep-alive-interval: a comment line when no chunk came for this long (0: off).
@@ -162,8 +164,10 @@ class DeferredBody:
 
     def __init__(self, generation: Generation, state: OutputState,
                  render: Callable[[Any], bytes],
-                 on_finished: Callable[[Any], None] | None = None) -> None:
+                 on_finished: Callable[[Any], None] | None = None,
+                 error_envelope: str | None = None) -> None:
         self._generation = generation
+        self._envelope = error_envelope
         self._state = state
         self._render = render
         self._on_finished = on_finished
@@ -176,7 +180,7 @@ class DeferredBody:
             generation.abort()
             generation.waker.wake()
         cancel.on_cancel(on_cancel)
-        pump = _Pump(generation, self._state, cancel, self._on_finished)
+        pump = _Pump(generation, self._state, cancel, self._on_finished, self._envelope)
         try:
             while not self._state.all_finished and pump.step(_ignore):
                 pass

@@ -190,18 +190,49 @@ def _requested_output(f: types.ChatRequest) -> tuple[int | None, str]:
     return f.max_tokens, "max_tokens"
 
 
-def prepare_chat(body: Any, ctx: ServingContext, *,
-                 header_request_id: str | None = None) -> PreparedRequest:
-    """Validate and convert a parsed /v1/chat/completions body.
+def parse_chat(body: Any, ctx: ServingContext) -> types.ChatRequest:
+    """A parsed /v1/chat/completions body checked and typed (vLLM's "before" checks, then the
+    field types). Other APIs that convert to chat (``resources.messages``) feed their converted
+    body through here too.
 
     Raises:
         RequestValidationError: schema/type errors ("Bad Request").
-        ModelNotFound: unknown ``model``.
-        InvalidRequest: every semantic 400 of docs/text-parity.md §8.2 that conversion detects.
+        InvalidRequest: the raw checks' 400s.
     """
     body = require_object(body)
     validate.check_raw(body)
-    f = parse_struct(body, types.fields(ctx.max_stop_strings), types.ChatRequest)
+    return parse_struct(body, types.fields(ctx.max_stop_strings), types.ChatRequest)
+
+
+def prepare_chat(body: Any, ctx: ServingContext, *,
+                 header_request_id: str | None = None) -> PreparedRequest:
+    """Validate and convert a parsed /v1/chat/completions body (``parse_chat``, then
+    ``prepare_parsed_chat``)."""
+    return prepare_parsed_chat(parse_chat(body, ctx), ctx, header_request_id=header_request_id)
+
+
+def chat_prompt_ids(f: types.ChatRequest, ctx: ServingContext) -> list[int]:
+    """The prompt token ids a parsed chat request renders to (the model checked, the serving
+    refusals and the length rules applied), without building an engine request."""
+    ctx.resolve_model(f.model)
+    validate.check_request(f, ctx)
+    requested, param = _requested_output(f)
+    rule = make_rule(ctx, max_output_tokens=requested or 0, output_param=param,
+                     truncate_prompt_tokens=f.truncate_prompt_tokens,
+                     truncation_side=f.truncation_side,
+                     add_special_tokens=f.add_special_tokens)
+    prompt_text = render_prompt(ctx, f)[1]
+    return list(tokenize_texts(ctx, [prompt_text], rule)[0])
+
+
+def prepare_parsed_chat(f: types.ChatRequest, ctx: ServingContext, *,
+                        header_request_id: str | None = None) -> PreparedRequest:
+    """Convert a parsed chat request (``parse_chat``) into engine requests.
+
+    Raises:
+        ModelNotFound: unknown ``model``.
+        InvalidRequest: every semantic 400 of docs/text-parity.md §8.2 that conversion detects.
+    """
     lora = ctx.resolve_model(f.model)
     validate.check_request(f, ctx)
 
