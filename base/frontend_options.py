@@ -77,6 +77,10 @@ class FrontendOptions:
         ("GREENFRONT_SSE_KEEP_ALIVE_INTERVAL",), non_negative_int, 0,
         "`--sse-keep-alive-interval`: seconds a stream may wait for its next chunk before a "
         "`: keep-alive` comment line (0: never)")
+    enable_per_request_metrics: bool = setting(
+        ("GREENFRONT_ENABLE_PER_REQUEST_METRICS",), boolean, False,
+        "`--enable-per-request-metrics`: a `metrics` object (time to first token, generation, "
+        "queue and inter-token times, tokens per second) in chat and completions answers")
     custom_histogram_buckets: dict[str, tuple[float, ...]] | None = setting(
         ("GREENFRONT_CUSTOM_HISTOGRAM_BUCKETS",), histogram_buckets, None,
         "`--custom-histogram-buckets`: JSON family -> bucket bounds replacing vLLM's defaults "

@@ -20,7 +20,6 @@ from base.settings import lora_module_list
 #: non-default value is refused rather than silently ignored.
 UNSUPPORTED = frozenset({
     "trust_request_mm_kwargs", "tool_strict_level", "tool_server",
-    "enable_per_request_metrics",
     "enable_tokenizer_info_endpoint", "enable_log_outputs", "enable_log_deltas",
     "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
     "tokens_only", "enable_ssl_refresh", "ssl_ciphers", "middleware",
@@ -217,6 +216,7 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
                                             _flag),
     "sse_keep_alive_interval": ("GREENFRONT_SSE_KEEP_ALIVE_INTERVAL", _keep_alive_interval),
     "custom_histogram_buckets": ("GREENFRONT_CUSTOM_HISTOGRAM_BUCKETS", _histogram_buckets),
+    "enable_per_request_metrics": ("GREENFRONT_ENABLE_PER_REQUEST_METRICS", _flag),
 }
 
 #: How ``greenfront serve`` takes an option on its command line when its converter does not
@@ -279,6 +279,9 @@ def settings_from_args_json(text: str) -> dict[str, str]:
     model = args.get("model_tag") or args.get("model")
     if not model:
         raise ValueError("--args-json has no model_tag")
+    if args.get("enable_per_request_metrics") and args.get("disable_log_stats"):
+        raise ValueError("Error: --enable-per-request-metrics requires engine statistics "
+                         "logging; remove --disable-log-stats to enable per-request metrics.")
     settings = {"GREENFRONT_MODEL": str(model)}
     refused = sorted(k for k in args if k in UNSUPPORTED)
     for key, value in args.items():

@@ -78,6 +78,7 @@ class GenerationResource:
             resp.data = b""
             return
         output_state = type(self).output_state(prepared, ctx, generation)
+        output_state.timings = [stream.timing for stream in generation.streams]
         metrics = state.metrics
 
         def on_finished(output_state: RequestState) -> None:  # HTTP hub

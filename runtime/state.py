@@ -220,6 +220,7 @@ class WorkerState:
             enable_prompt_tokens_details=cfg.enable_prompt_tokens_details,
             return_tokens_as_token_ids=cfg.return_tokens_as_token_ids,
             exclude_tools_when_tool_choice_none=cfg.exclude_tools_when_tool_choice_none,
+            enable_per_request_metrics=cfg.enable_per_request_metrics,
             max_stop_strings=cfg.max_stop_strings,
             max_n=cfg.max_n,
             max_completion_prompts=cfg.max_completion_prompts,

@@ -22,7 +22,8 @@ from tests.support.waiting import wait_for
 
 FLAGS = ["--return-tokens-as-token-ids", "--exclude-tools-when-tool-choice-none",
          "--sse-keep-alive-interval", "1",
-         "--custom-histogram-buckets", '{"request_latency": [0.25, 2.5]}']
+         "--custom-histogram-buckets", '{"request_latency": [0.25, 2.5]}',
+         "--enable-per-request-metrics"]
 SIM = "--output-mode echo --itl-ms 2 --ttft-ms 5"
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}}}}]
@@ -102,6 +103,31 @@ def test_custom_histogram_buckets_replace_a_familys_bounds(url):
     assert 'vllm:time_to_first_token_seconds_bucket{' in text
     assert len(set(re.findall(r'vllm:time_to_first_token_seconds_bucket\{[^}]*le="([^"]+)"',
                               text))) > 3
+
+
+METRIC_KEYS = {"time_to_first_token_ms", "generation_time_ms", "queue_time_ms", "mean_itl_ms",
+               "tokens_per_second", "speculative_decoding"}
+
+
+def test_per_request_metrics(url):
+    for path, body in (("/v1/chat/completions", {"messages": HI}),
+                       ("/v1/completions", {"prompt": "Hello world"})):
+        metrics = _post(url, path, {**body, "max_tokens": 4})["metrics"]
+        assert set(metrics) == METRIC_KEYS, metrics
+        assert metrics["speculative_decoding"] is None
+        assert all(isinstance(metrics[k], float) and metrics[k] >= 0
+                   for k in METRIC_KEYS - {"speculative_decoding"}), metrics
+        # Several samples: the figures would belong to one of them only.
+        assert _post(url, path, {**body, "max_tokens": 2, "n": 2})["metrics"] is None
+    r = requests.post(url + "/v1/chat/completions", timeout=30, json={
+        "model": "tiny", "messages": HI, "max_tokens": 3, "stream": True,
+        "stream_options": {"include_usage": True}})
+    chunks = [json.loads(line[6:]) for line in r.text.splitlines()
+              if line.startswith("data: {")]
+    assert "metrics" in chunks[-1] and chunks[-1]["choices"] == []
+    assert set(chunks[-1]["metrics"]) <= METRIC_KEYS - {"speculative_decoding"}
+    assert "time_to_first_token_ms" in chunks[-1]["metrics"]
+    assert all("metrics" not in c for c in chunks[:-1])
 
 
 class _UnixConnection(http.client.HTTPConnection):

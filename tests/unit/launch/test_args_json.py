@@ -23,12 +23,12 @@ def test_honoured_options_become_settings_and_engine_options_are_ignored():
 def test_unimplemented_frontend_options_are_refused_in_one_message():
     with pytest.raises(UnsupportedOptions) as info:
         settings_from_args_json(json.dumps({"model_tag": "/m", "tool_server": "x",
-                                            "enable_per_request_metrics": True,
+                                            "enable_log_outputs": True,
                                             "tokenizer_mode": "mistral"}))
-    assert sorted(info.value.names) == ["enable_per_request_metrics", "tokenizer_mode",
+    assert sorted(info.value.names) == ["enable_log_outputs", "tokenizer_mode",
                                         "tool_server"]
     assert "--tool-server" in str(info.value)
-    assert "--enable-per-request-metrics" in str(info.value)
+    assert "--enable-log-outputs" in str(info.value)
 
 
 def test_tool_and_reasoning_parser_flags_become_settings():
@@ -123,3 +123,13 @@ def test_custom_histogram_buckets_are_checked_as_vllm_does(buckets, message):
         "request_latency": [0.1, 1, 10]}}))
     assert json.loads(good["GREENFRONT_CUSTOM_HISTOGRAM_BUCKETS"]) == {
         "request_latency": [0.1, 1.0, 10.0]}
+
+
+def test_per_request_metrics_need_log_stats_as_in_vllm():
+    assert settings_from_args_json(json.dumps({
+        "model_tag": "/m", "enable_per_request_metrics": True}))[
+        "GREENFRONT_ENABLE_PER_REQUEST_METRICS"] == "1"
+    with pytest.raises(ValueError, match="requires engine statistics logging; remove "
+                                         "--disable-log-stats"):
+        settings_from_args_json(json.dumps({"model_tag": "/m", "enable_per_request_metrics": True,
+                                            "disable_log_stats": True}))
