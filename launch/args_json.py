@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from base.frontend_options import histogram_buckets
 from base.settings import lora_module_list
 
 #: vLLM frontend options whose behaviour greenfront does not have. Setting any of them to a
 #: non-default value is refused rather than silently ignored.
 UNSUPPORTED = frozenset({
     "trust_request_mm_kwargs", "tool_strict_level", "tool_server",
-    "enable_per_request_metrics", "enable_log_outputs", "enable_log_deltas",
+    "enable_log_outputs", "enable_log_deltas",
     "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
     "tokens_only", "enable_ssl_refresh", "ssl_ciphers", "middleware",
     "disable_access_log_for_endpoints", "skip_tokenizer_init",
@@ -27,7 +28,7 @@ UNSUPPORTED = frozenset({
     "hf_config_path", "enable_flash_late_interaction",
     # Engine options vLLM's frontend reads too (metrics, tracing, model files, plugins, outputs
     # greenfront does not return): refused, not passed by (docs/options.md).
-    "custom_histogram_buckets", "hf_overrides", "revision", "code_revision",
+    "hf_overrides", "revision", "code_revision",
     "otlp_traces_endpoint", "collect_detailed_traces", "reasoning_parser_plugin",
     "io_processor_plugin", "enable_mfu_metrics", "kv_cache_metrics",
     "show_hidden_metrics_for_version", "per_request_spec_decode_metrics", "hf_token",
@@ -95,6 +96,11 @@ def _keep_alive_interval(value: Any) -> str:
     if seconds < 0:
         raise _Refused()
     return str(seconds)
+
+
+def _histogram_buckets(value: Any) -> str:
+    # Checked at start with vLLM's messages (a ValueError ends the launch, exit 2).
+    return json.dumps({k: list(v) for k, v in histogram_buckets(value).items()})
 
 
 def _fingerprint_mode(value: Any) -> str | None:
@@ -210,6 +216,8 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "exclude_tools_when_tool_choice_none": ("GREENFRONT_EXCLUDE_TOOLS_WHEN_TOOL_CHOICE_NONE",
                                             _flag),
     "sse_keep_alive_interval": ("GREENFRONT_SSE_KEEP_ALIVE_INTERVAL", _keep_alive_interval),
+    "custom_histogram_buckets": ("GREENFRONT_CUSTOM_HISTOGRAM_BUCKETS", _histogram_buckets),
+    "enable_per_request_metrics": ("GREENFRONT_ENABLE_PER_REQUEST_METRICS", _flag),
 }
 
 #: How ``greenfront serve`` takes an option on its command line when its converter does not
@@ -272,6 +280,9 @@ def settings_from_args_json(text: str) -> dict[str, str]:
     model = args.get("model_tag") or args.get("model")
     if not model:
         raise ValueError("--args-json has no model_tag")
+    if args.get("enable_per_request_metrics") and args.get("disable_log_stats"):
+        raise ValueError("Error: --enable-per-request-metrics requires engine statistics "
+                         "logging; remove --disable-log-stats to enable per-request metrics.")
     settings = {"GREENFRONT_MODEL": str(model)}
     refused = sorted(k for k in args if k in UNSUPPORTED)
     for key, value in args.items():

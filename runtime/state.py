@@ -61,7 +61,8 @@ class WorkerState:
         self.bus: WorkerBus | None = None
         self._context = None
         self.started_at: float = 0.0
-        self.metrics = Metrics(config.model_names[0], config.metrics_flush_interval)
+        self.metrics = Metrics(config.model_names[0], config.metrics_flush_interval,
+                               config.custom_histogram_buckets)
         self.hub_lag = HubLagMonitor(config.hub_lag_interval, self.metrics.observe_hub_lag)
         #: What /ready answers from; the shutdown path and the stall detector feed it.
         self.readiness = Readiness(config.ready_max_hub_lag, engines=lambda: self.client,
@@ -290,6 +291,7 @@ class WorkerState:
             enable_prompt_tokens_details=cfg.enable_prompt_tokens_details,
             return_tokens_as_token_ids=cfg.return_tokens_as_token_ids,
             exclude_tools_when_tool_choice_none=cfg.exclude_tools_when_tool_choice_none,
+            enable_per_request_metrics=cfg.enable_per_request_metrics,
             max_stop_strings=cfg.max_stop_strings,
             max_n=cfg.max_n,
             max_completion_prompts=cfg.max_completion_prompts,
