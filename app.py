@@ -22,6 +22,7 @@ from middleware.http_metrics import HttpMetrics
 from middleware.load_tracking import LoadTracking
 from middleware.offload import OffloadMiddleware
 from middleware.root_path import RootPath
+from middleware.task_routes import TaskRoutes
 from resources.admin import register_admin_routes
 from resources.admin.lora import load_static_modules
 from resources.chat.resource import ChatCompletionsResource
@@ -88,6 +89,8 @@ def _wrap(app: falcon.App, config: Config, state: WorkerState,
         client_stall_timeout=config.client_stall_timeout,
         before=state.ensure_started,
     )
+    # Routes the engines' tasks do not serve: refused in the hub, before any pool hop.
+    offload = TaskRoutes(offload, state)
     # Outermost: a request's HTTP metrics cover all of it, a stream until its last byte.
     api = HttpMetrics(offload, state.metrics, lambda path: _route_template(app, path))
     if config.enable_server_load_tracking:

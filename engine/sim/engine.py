@@ -73,6 +73,7 @@ class SimEngine:
         self._adds = 0
         self._stalled = False
         self._input_dead = False
+        self._fatal = False  # a request that kills a real engine arrived
         self._pause_waiters: list[tuple[int, int]] = []
         self._next_step: float | None = None
         self._itl = cfg.itl_ms / 1000.0
@@ -202,6 +203,8 @@ class SimEngine:
                 self._inputs = []
             for sock, _ in poller.poll(timeout):
                 self._drain(sock)
+            if self._fatal:
+                return self._die()
             if self._stalled:
                 continue
             now = time.monotonic()
@@ -326,6 +329,11 @@ class SimEngine:
             self._stalled = True
             return
         sp = req.sampling_params
+        if sp is not None and self.cfg.runner == "pooling":
+            self._log(f"{req.request_id}: a generation request is fatal to a pooling engine, as "
+                      "to vLLM 0.32's (docs/pooling.md §1)")
+            self._fatal = True
+            return
         if sp is None:
             self._input_error(f"{req.request_id}: no sampling_params (pooling is not simulated)")
             return
