@@ -27,7 +27,9 @@ from resources.admin import register_admin_routes
 from resources.admin.lora import load_static_modules
 from resources.chat.resource import ChatCompletionsResource
 from resources.completions.resource import CompletionsResource
+from resources.embeddings.resource import EmbeddingsResource
 from resources.generate.resource import GenerateResource
+from resources.pooling.resource import PoolingResource
 from resources.health import (HealthResource, LoadResource, MetricsResource, ReadyResource,
                               VersionResource)
 from resources.models import ModelsResource
@@ -69,6 +71,9 @@ def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
     app.add_route("/tokenize", TokenizeResource(state))
     app.add_route("/detokenize", DetokenizeResource(state))
     app.add_route("/inference/v1/generate", GenerateResource(state))
+    # Pooling models (docs/pooling.md): served only for the engines' tasks (middleware.task_routes).
+    app.add_route("/v1/embeddings", EmbeddingsResource(state))
+    app.add_route("/pooling", PoolingResource(state))
     # Dev-mode and LoRA routes (utility calls to the engines), each behind its vLLM switch.
     register_admin_routes(app, state, config)
     if config.lora_modules:

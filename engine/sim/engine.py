@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Any
 
+import msgspec
 import zmq
 
 from engine.protocol import (
@@ -34,6 +35,7 @@ from engine.protocol import (
     validate_sampling_params,
 )
 from engine.sim.config import SimConfig
+from engine.sim.pooling import POOLING_SAMPLING, pooled_values
 from engine.sim.registration import registration
 from engine.sim.scheduler import ClientBatch, Scheduler
 from engine.sim.utility import DEFERRED, UtilityFailure, UtilityHandler
@@ -334,8 +336,15 @@ class SimEngine:
                       "to vLLM 0.32's (docs/pooling.md §1)")
             self._fatal = True
             return
+        pooled = None
+        if sp is None and req.pooling_params is not None and self.cfg.runner == "pooling":
+            # Scheduled as a one-step request; its output is the pooled values (sim.pooling).
+            pooled = pooled_values(req.prompt_token_ids or [], req.pooling_params,
+                                   self.cfg.convert)
+            sp = POOLING_SAMPLING
+            req = msgspec.structs.replace(req, sampling_params=sp)
         if sp is None:
-            self._input_error(f"{req.request_id}: no sampling_params (pooling is not simulated)")
+            self._input_error(f"{req.request_id}: no sampling_params (not a pooling engine)")
             return
         try:
             # Without a vocabulary, like the engine's input thread: vocab checks are the
@@ -358,6 +367,7 @@ class SimEngine:
         if lora is not None:
             self._use_lora(req.request_id, lora)
         sim = sched.add(req, time.monotonic())
+        sim.pooling = pooled
         for warning in sim.warnings:
             self._log(f"{req.request_id}: {warning}")
         self._debug(f"ADD {req.request_id} prompt_len={sim.prompt_len} max_tokens={sim.max_tokens}"

@@ -25,6 +25,10 @@ SECTIONS = {
     "SamplingParams": ("8",),
     "LoadLoRAAdapterRequest": ("9",),
     "UnloadLoRAAdapterRequest": ("9",),
+    "EmbeddingCompletionRequest": ("12",),
+    "EmbeddingChatRequest": ("12",),
+    "PoolingCompletionRequest": ("12",),
+    "PoolingChatRequest": ("12",),
 }
 NOT_BUILT = "11"
 
