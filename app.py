@@ -26,10 +26,13 @@ from middleware.task_routes import TaskRoutes
 from resources.admin import register_admin_routes
 from resources.admin.lora import load_static_modules
 from resources.chat.resource import ChatCompletionsResource
+from resources.classify.resource import ClassifyResource
+from resources.cohere_embed.resource import CohereEmbedResource
 from resources.completions.resource import CompletionsResource
 from resources.embeddings.resource import EmbeddingsResource
 from resources.generate.resource import GenerateResource
 from resources.pooling.resource import PoolingResource
+from resources.score.resource import RerankResource, ScoreResource
 from resources.health import (HealthResource, LoadResource, MetricsResource, ReadyResource,
                               VersionResource)
 from resources.models import ModelsResource
@@ -74,6 +77,12 @@ def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
     # Pooling models (docs/pooling.md): served only for the engines' tasks (middleware.task_routes).
     app.add_route("/v1/embeddings", EmbeddingsResource(state))
     app.add_route("/pooling", PoolingResource(state))
+    app.add_route("/classify", ClassifyResource(state))
+    app.add_route("/v2/embed", CohereEmbedResource(state))
+    for path in ("/score", "/v1/score"):
+        app.add_route(path, ScoreResource(state))
+    for path in ("/rerank", "/v1/rerank", "/v2/rerank"):
+        app.add_route(path, RerankResource(state))
     # Dev-mode and LoRA routes (utility calls to the engines), each behind its vLLM switch.
     register_admin_routes(app, state, config)
     if config.lora_modules:

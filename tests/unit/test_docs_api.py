@@ -29,6 +29,14 @@ SECTIONS = {
     "EmbeddingChatRequest": ("12",),
     "PoolingCompletionRequest": ("12",),
     "PoolingChatRequest": ("12",),
+    "ClassificationCompletionRequest": ("12",),
+    "ClassificationChatRequest": ("12",),
+    "ScoreQueriesDocumentsRequest": ("12",),
+    "ScoreQueriesItemsRequest": ("12",),
+    "ScoreData1Data2Request": ("12",),
+    "ScoreText1Text2Request": ("12",),
+    "RerankRequest": ("12",),
+    "CohereEmbedRequest": ("12",),
 }
 NOT_BUILT = "11"
 

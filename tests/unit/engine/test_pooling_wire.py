@@ -83,3 +83,30 @@ def test_inline_and_aux_frame_arrays_both_decode():
     assert inline and aux  # dimensions 8 travels inline, 128 floats in an aux frame
     rerank = _outputs("rerank")
     assert all(o.pooling_output[1] == [1] for o, _ in rerank.values())
+
+
+def _gathered(kind: str, prefix: str) -> PooledState:
+    """The outputs of the engine requests whose ids start with ``prefix``, in index order."""
+    found = sorted(((int(rid[len(prefix):].split("-")[0]), out, frames)
+                    for rid, (out, frames) in _outputs(kind).items() if rid.startswith(prefix)))
+    state = PooledState([out.prefill_stats.num_prompt_tokens for _, out, _f in found])
+    for index, out, frames in found:
+        state.add(index, out, frames)
+    return state
+
+
+@pytest.mark.parametrize("kind, label, score_type, queries", [
+    ("embed", "score-bi", "bi-encoder", 1),
+    ("rerank", "score-cross-1n", "cross-encoder", 1),
+    ("rerank", "score-cross-11", "cross-encoder", 1),
+])
+def test_scores_from_real_outputs_equal_vllms(kind, label, score_type, queries):
+    from resources.pooled.convert import PooledRequest
+    from resources.score.convert import scores
+    case = next(c for c in _lines(f"http-{kind}.jsonl") if c["request"]["request_id"] == f"fx-{label}")
+    state = _gathered(kind, f"score-fx-{label}-")
+    prepared = PooledRequest("x", "tiny", [], {}, extra={"score_type": score_type,
+                                                        "queries": queries})
+    answered = [d["score"] for d in case["response"]["data"]]
+    assert scores(prepared, state) == pytest.approx(answered, abs=1e-6)
+    assert state.usage()["prompt_tokens"] == case["response"]["usage"]["prompt_tokens"]
