@@ -23,14 +23,20 @@ from middleware.load_tracking import LoadTracking
 from middleware.offload import OffloadMiddleware
 from middleware.root_path import RootPath
 from resources.abort_requests import AbortRequestsResource
+from middleware.task_routes import TaskRoutes
 from resources.admin import register_admin_routes
 from resources.admin.lora import load_static_modules
 from resources.chat.resource import ChatCompletionsResource
+from resources.classify.resource import ClassifyResource
+from resources.cohere_embed.resource import CohereEmbedResource
 from resources.completions.resource import CompletionsResource
+from resources.embeddings.resource import EmbeddingsResource
 from resources.generate.resource import GenerateResource
 from resources.health import (HealthResource, KvEventSourcesResource, LoadResource,
                               MetricsResource, ReadyResource, VersionResource)
 from resources.messages.resource import CountTokensResource, MessagesResource
+from resources.pooling.resource import PoolingResource
+from resources.score.resource import RerankResource, ScoreResource
 from resources.models import ModelsResource
 from resources.responses.resource import ResponsesResource
 from resources.responses.stored import CancelResponseResource, StoredResponseResource
@@ -82,6 +88,15 @@ def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
     app.add_route("/inference/v1/abort_requests", AbortRequestsResource(state))
     if config.enable_tokenizer_info_endpoint:
         app.add_route("/tokenizer_info", TokenizerInfoResource(state))
+    # Pooling models (docs/pooling.md): served only for the engines' tasks (middleware.task_routes).
+    app.add_route("/v1/embeddings", EmbeddingsResource(state))
+    app.add_route("/pooling", PoolingResource(state))
+    app.add_route("/classify", ClassifyResource(state))
+    app.add_route("/v2/embed", CohereEmbedResource(state))
+    for path in ("/score", "/v1/score"):
+        app.add_route(path, ScoreResource(state))
+    for path in ("/rerank", "/v1/rerank", "/v2/rerank"):
+        app.add_route(path, RerankResource(state))
     # Dev-mode and LoRA routes (utility calls to the engines), each behind its vLLM switch.
     register_admin_routes(app, state, config)
     if config.lora_modules:
@@ -102,6 +117,8 @@ def _wrap(app: falcon.App, config: Config, state: WorkerState,
         client_stall_timeout=config.client_stall_timeout,
         before=state.ensure_started,
     )
+    # Routes the engines' tasks do not serve: refused in the hub, before any pool hop.
+    offload = TaskRoutes(offload, state)
     # Outermost: a request's HTTP metrics cover all of it, a stream until its last byte.
     api = HttpMetrics(offload, state.metrics, lambda path: _route_template(app, path))
     if config.enable_server_load_tracking:

@@ -1,18 +1,18 @@
 """The engine-core client: the one object request code uses to reach the engines.
 
 ``submit``/``abort``/``utility`` may be called from a pool thread or the HTTP hub; they only hand
-work to the engine-I/O thread. Outputs come back through ``handoff`` into the HTTP hub,
-where each goes to its ``RequestStream``. Registration (the engines' ready messages) decides
-``ready`` and ``max_model_len``; engine death (``ENGINE_CORE_DEAD`` or a dropped connection) fails
-every in-flight request and turns ``dead``; an engine silent too long (``engine.liveness``) fails
-its in-flight requests and takes no new ones until it speaks again.
+work to the engine-I/O thread. Outputs come back through ``handoff`` into the HTTP hub, where
+each goes to its ``RequestStream``. Registration decides ``max_model_len``, then the engines'
+``supported_tasks`` (``engine.tasks``) ``ready``; engine death fails every in-flight request and
+turns ``dead``; a stalled engine (``engine.liveness``) takes no new requests until it speaks.
 
 Which thread owns what:
 - engine-I/O thread: the request registry (``_registry``: streams and counts per rank, rank
   choice, the coordinator's load view), engine liveness (``_liveness``, pings), the coordinator
   state (``current_wave``, ``engines_running``), ``dead_reason``, and every send (the
   transport's one sender greenlet).
-- HTTP hub: registrations (``engine.registrations``), ``ready``, ``max_model_len``, pending
+- HTTP hub: registrations (``engine.registrations``), ``ready``, ``max_model_len``,
+  ``supported_tasks``, pending
   utility calls (``engine.utility_calls``; the pings there are the engine-I/O thread's).
 - Other threads only read what the owners publish by whole-value stores: ``ready``,
   ``dead_reason``, ``current_wave``, ``in_flight``, ``stalled_ranks``.
@@ -31,7 +31,7 @@ import gevent
 import gevent.event
 import msgspec
 
-from engine import protocol, shared_registrations
+from engine import protocol, shared_registrations, tasks
 from engine.protocol import identity_for_rank as identity
 from engine.admission import Admission, Group
 from engine.liveness import Liveness
@@ -41,8 +41,9 @@ from engine.request_stats import RequestTiming
 from engine.stream import RequestStream, Waker, deliver_all, end_aborted, fail_all
 from engine.transport import Transport
 from engine.utility_calls import PING_METHOD, UtilityCalls
+from engine.utility_calling import UtilityCalling
 from base.errors import (ApiError, EngineDead, EngineFailed, EngineStalled, EngineUnavailable,
-                         InvalidRequest, ServerError)
+                         InvalidRequest)
 from engine.io_thread import EngineThread
 from base.handoff import HubInbox, run_each
 
@@ -52,7 +53,7 @@ log = logging.getLogger("greenfront.engine")
 _suffixes = random.Random()
 
 
-class EngineClient:
+class EngineClient(UtilityCalling):
     """Talks to ``engine_count`` engines (DP ranks ``engine_start``…) over one ROUTER/PULL pair.
 
     Args:
@@ -62,9 +63,8 @@ class EngineClient:
         registration_dir: where registrations are shared between worker processes, so that a
             restarted worker (the engines register only once per socket) knows them; or "".
         stall_timeout: seconds of engine silence that make a stall (``engine.liveness``; 0: off).
-        worker_slot / worker_count: this worker among the deployment's workers. Request ids and
-            utility call ids carry the slot (the id's last two hex digits; ``call_id %
-            worker_count == worker_slot``), which is how the relay (``engine.relay``) routes
+        worker_slot / worker_count: this worker among the deployment's workers. Request and
+            utility call ids carry the slot, by which the relay (``engine.relay``) routes
             outputs when the workers share one engine client.
     """
 
@@ -72,10 +72,8 @@ class EngineClient:
                  engine_start: int = 0, engine_count: int = 1, io_threads: int = 4,
                  max_model_len_cap: int | None = None, registration_dir: str = "",
                  input_fd: int | None = None, output_fd: int | None = None,
-                 coordinator_address: str = "",
-                 on_dead: Callable[[str], None] | None = None,
-                 on_ready: Callable[[], None] | None = None,
-                 observer: Any = None,
+                 coordinator_address: str = "", on_dead: Callable[[str], None] | None = None,
+                 on_ready: Callable[[], None] | None = None, observer: Any = None,
                  stall_timeout: float = 0.0,
                  worker_slot: int = 0, worker_count: int = 1,
                  admission: Admission | None = None,
@@ -104,6 +102,7 @@ class EngineClient:
         self.ready = False
         self.dead_reason: str | None = None
         self.max_model_len: int | None = None
+        self.supported_tasks: tuple[str, ...] = ()  # engine.tasks; known before ready
         #: Set by ``abort_all`` (the worker is shutting down): no new request is sent.
         self.closed_error: ApiError | None = None
         # Queue limits (``engine.admission``, checked in ``_add``); on_rejected(reason): the hub.
@@ -253,32 +252,6 @@ class EngineClient:
         error = self.closed_error
         self._to_hub(lambda: fail_all(streams, error))
 
-    def utility(self, method: str, args: list | tuple = (), rank: int | None = None,
-                timeout: float | None = 60.0) -> Any:
-        """HTTP hub: call an engine utility method and wait for its result. A call without a
-        timeout (sleep, LoRA loads, collective RPCs) may keep the engine busy for long: its
-        rank's stall watch is suspended meanwhile."""
-        rank = self.ranks[0] if rank is None else rank
-        self.check_available(rank)
-        call_id, result = self._calls.open()
-        frames = protocol.encode_utility(identity(rank), self.client_index, call_id, method,
-                                         list(args))
-        unbounded = timeout is None
-
-        def send() -> None:
-            if unbounded:
-                self._liveness.suspend(rank, +1)
-            self._transport.post(frames)
-        self._call_engine(send)
-        try:
-            return result.get(timeout=timeout)
-        except gevent.Timeout:
-            raise ServerError(f"The engine did not answer `{method}` within {timeout:g} s.")
-        finally:
-            self._calls.close(call_id)
-            if unbounded and self._thread is not None:
-                self._call_engine(lambda: self._liveness.suspend(rank, -1))
-
     @property
     def in_flight(self) -> int:
         """Any thread: requests registered in the engines (published by the engine thread)."""
@@ -415,10 +388,18 @@ class EngineClient:
     def _register(self, rank: int, registration: Any) -> None:
         if self._registrations.add(rank, registration):
             self.max_model_len = self._registrations.max_model_len
-            if not self.ready and self._on_ready_hook is not None:
-                self._on_ready_hook()  # before any request can see ready
-            self.ready = True
-            self._ready_event.set()
+            if not self.ready:
+                gevent.spawn(self._discover_tasks)
+
+    def _discover_tasks(self) -> None:
+        """HTTP hub: ask what the engines do (a pooling engine registers as a generate engine
+        does, docs/pooling.md §1), then turn ready."""
+        self.supported_tasks = tasks.discover(
+            lambda: self._call_utility(tasks.SUPPORTED_TASKS_METHOD, (), self.ranks[0], 60.0))
+        if self._on_ready_hook is not None:
+            self._on_ready_hook()  # before any request can see ready
+        self.ready = True
+        self._ready_event.set()
 
     def _on_dead(self, reason: str) -> None:
         if not self.ready or self.dead_reason is not None:

@@ -62,6 +62,7 @@ from engine.protocol.requests import (
     LoRARequest,
     OutputKind,
     RequestType,
+    PoolingParams,
     SamplingParams,
 )
 from engine.protocol.validate import SamplingParamsError, validate_sampling_params
@@ -89,6 +90,7 @@ __all__ = [
     "PrefixCacheStats",
     "ProtocolError",
     "RequestType",
+    "PoolingParams",
     "SamplingParams",
     "SamplingParamsError",
     "SchedulerStats",

@@ -25,6 +25,7 @@ __all__ = [
     "EngineCoreRequest",
     "LoRARequest",
     "OutputKind",
+    "PoolingParams",
     "RequestType",
     "SamplingParams",
 ]
@@ -130,6 +131,22 @@ class SamplingParams(msgspec.Struct, omit_defaults=True, gc=False):
     trace_decode_token_ids: list[int] | None = None
 
 
+class PoolingParams(msgspec.Struct, array_like=True, gc=False):
+    """A pooling request's parameters (ADD index 4; docs/pooling.md §3): a positional array of
+    10, sent in full with the defaults resolved by the frontend, as vLLM 0.32's sends it."""
+
+    use_activation: bool | None = None
+    dimensions: int | None = None
+    step_tag_id: int | None = None
+    returned_token_ids: list[int] | None = None
+    task: str | None = None
+    requires_token_ids: bool = False
+    skip_reading_prefix_cache: bool | None = None
+    late_interaction_params: Any = None
+    extra_kwargs: dict[str, Any] | None = None
+    output_kind: int = 2  # FINAL_ONLY: the only kind a pooling request may have
+
+
 #: A prompt token id as an engine can hold it (int32, not negative). Checked while decoding, in
 #: C: a Python min()/max() over an 82k-token prompt cost the simulator ~2 ms per ADD.
 TokenId = Annotated[int, msgspec.Meta(ge=0, lt=2**31)]
@@ -146,7 +163,7 @@ class EngineCoreRequest(msgspec.Struct, array_like=True, gc=False):
     prompt_token_ids: list[TokenId] | None
     mm_features: Any
     sampling_params: SamplingParams | None
-    pooling_params: Any
+    pooling_params: PoolingParams | None
     arrival_time: float
     lora_request: LoRARequest | None
     cache_salt: str | None

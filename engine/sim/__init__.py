@@ -92,6 +92,10 @@ frontend's job) or undecodable requests are logged and ignored;
 --strict-input-thread instead stops reading input for good, as a real engine's
 input thread dies. UTILITY methods: see ``engine.sim.utility``.
 
+Pooling: --runner pooling (--convert embed, the default, or classify) plays a pooling model's
+engine: ``get_supported_tasks`` answers vLLM 0.32's lists for it, and an ADD with
+``sampling_params`` (a generation request) kills it as it kills a real engine core.
+
 Faults: --die-after N (after the N-th request's first token: push
 ENGINE_CORE_DEAD on every output, exit 1 after the linger); --stall-after N
 (serve N ADDs; when ADD N+1 arrives go silent for good, sockets stay open).

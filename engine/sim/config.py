@@ -47,6 +47,16 @@ class SimConfig:
     die_after: int | None = None
     stall_after: int | None = None
     verbose: bool = False
+    runner: str = "generate"
+    convert: str = "embed"
+
+    @property
+    def supported_tasks(self) -> list[str]:
+        """What ``get_supported_tasks`` answers: a real 0.32 engine's lists (docs/pooling.md §1)."""
+        if self.runner != "pooling":
+            return ["generate"]
+        return ["token_embed", "embed"] if self.convert == "embed" else ["classify",
+                                                                          "token_classify"]
 
     @property
     def emits_033_outputs(self) -> bool:
@@ -109,6 +119,11 @@ def _build_parser() -> argparse.ArgumentParser:
     flt.add_argument("--strict-input-thread", action="store_true")
     flt.add_argument("--die-after", type=int, default=None)
     flt.add_argument("--stall-after", type=int, default=None)
+    pool = p.add_argument_group("pooling")
+    pool.add_argument("--runner", choices=("generate", "pooling"), default="generate",
+                      help="pooling: a pooling model's engine (vllm serve --runner pooling)")
+    pool.add_argument("--convert", choices=("embed", "classify"), default="embed",
+                      help="with --runner pooling: an embedding model or a 1-label classifier")
     p.add_argument("--verbose", action="store_true")
     return p
 
@@ -157,4 +172,6 @@ def parse_args(argv: Sequence[str] | None = None) -> SimConfig:
         die_after=ns.die_after,
         stall_after=ns.stall_after,
         verbose=ns.verbose,
+        runner=ns.runner,
+        convert=ns.convert,
     )

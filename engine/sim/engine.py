@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Any
 
+import msgspec
 import zmq
 
 from engine.protocol import (
@@ -34,6 +35,7 @@ from engine.protocol import (
     validate_sampling_params,
 )
 from engine.sim.config import SimConfig
+from engine.sim.pooling import POOLING_SAMPLING, pooled_values
 from engine.sim.registration import registration
 from engine.sim.scheduler import ClientBatch, Scheduler
 from engine.sim.utility import DEFERRED, UtilityFailure, UtilityHandler
@@ -73,6 +75,7 @@ class SimEngine:
         self._adds = 0
         self._stalled = False
         self._input_dead = False
+        self._fatal = False  # a request that kills a real engine arrived
         self._pause_waiters: list[tuple[int, int]] = []
         self._next_step: float | None = None
         self._itl = cfg.itl_ms / 1000.0
@@ -202,6 +205,8 @@ class SimEngine:
                 self._inputs = []
             for sock, _ in poller.poll(timeout):
                 self._drain(sock)
+            if self._fatal:
+                return self._die()
             if self._stalled:
                 continue
             now = time.monotonic()
@@ -326,8 +331,20 @@ class SimEngine:
             self._stalled = True
             return
         sp = req.sampling_params
+        if sp is not None and self.cfg.runner == "pooling":
+            self._log(f"{req.request_id}: a generation request is fatal to a pooling engine, as "
+                      "to vLLM 0.32's (docs/pooling.md §1)")
+            self._fatal = True
+            return
+        pooled = None
+        if sp is None and req.pooling_params is not None and self.cfg.runner == "pooling":
+            # Scheduled as a one-step request; its output is the pooled values (sim.pooling).
+            pooled = pooled_values(req.prompt_token_ids or [], req.pooling_params,
+                                   self.cfg.convert)
+            sp = POOLING_SAMPLING
+            req = msgspec.structs.replace(req, sampling_params=sp)
         if sp is None:
-            self._input_error(f"{req.request_id}: no sampling_params (pooling is not simulated)")
+            self._input_error(f"{req.request_id}: no sampling_params (not a pooling engine)")
             return
         try:
             # Without a vocabulary, like the engine's input thread: vocab checks are the
@@ -353,6 +370,7 @@ class SimEngine:
             self._send_batches(sched.reject_paused(req.request_id, req.client_index))
             return
         sim = sched.add(req, time.monotonic())
+        sim.pooling = pooled
         for warning in sim.warnings:
             self._log(f"{req.request_id}: {warning}")
         self._debug(f"ADD {req.request_id} prompt_len={sim.prompt_len} max_tokens={sim.max_tokens}"

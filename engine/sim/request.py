@@ -96,6 +96,7 @@ class SimRequest:
         "eos", "stop_ids", "mode", "tokens", "base", "span", "vocab", "eos_after",
         "error_after", "error_code", "every", "start_step", "ready_at", "queued_at", "n_out", "done",
         "running", "logprobs_k", "prompt_logprobs_k", "limit", "warnings", "kv_answer",
+        "pooling",
     )
 
     def __init__(self, req: EngineCoreRequest, cfg: SimConfig, now: float) -> None:
@@ -111,6 +112,7 @@ class SimRequest:
         self.stop_ids = frozenset(sp.stop_token_ids) if sp.stop_token_ids else None
         self.vocab = cfg.vocab_size
         self.n_out = 0
+        self.pooling: list[float] | None = None  # a pooling request's output (engine.sim.pooling)
         self.done = False
         self.running = False
         self.start_step = 0

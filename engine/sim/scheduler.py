@@ -30,6 +30,7 @@ from engine.protocol import (
     SchedulerStats,
 )
 from engine.sim.config import SimConfig
+from engine.sim.pooling import pooled_output
 from engine.sim.request import SimRequest
 
 __all__ = ["ClientBatch", "Scheduler"]
@@ -211,6 +212,9 @@ class Scheduler:
             if batch is None:
                 batch = batches[sim.client_index] = ClientBatch()
             n = sim.n_out
+            if sim.pooling is not None:  # a pooling request ends in its first step
+                finished += self._pooled(sim, batch)
+                continue
             if sim.error_after is not None and n >= sim.error_after:
                 batch.outputs.append(self._error_output(sim))
                 self._drop(sim)
@@ -242,6 +246,13 @@ class Scheduler:
         if finished:
             self._running = [r for r in self._running if not r.done]
         return batches, finished
+
+    def _pooled(self, sim: SimRequest, batch: ClientBatch) -> int:
+        """Finish a pooling request with its one output (``engine.sim.pooling``)."""
+        batch.outputs.append(pooled_output(self._out_cls, sim, batch.aux_frames))
+        self.first_tokens += 1
+        self._drop(sim)
+        return 1
 
     def _drop(self, sim: SimRequest) -> None:
         del self._reqs[sim.request_id]

@@ -6,7 +6,8 @@ UTILITY request and turns the outcome into a reply.
 
 Runs on: the simulator process.
 
-Results are typed like a real engine's: ``get_supported_tasks`` -> ["generate"];
+Results are typed like a real engine's: ``get_supported_tasks`` -> ["generate"] (a pooling
+engine's lists with --runner pooling);
 ``is_sleeping`` / ``is_scheduler_paused`` -> bool; ``reset_prefix_cache``,
 ``wake_up``, ``add_lora``, ``remove_lora``, ``pin_lora`` -> true; ``list_loras`` ->
 list of ids; ``get_weight_version`` -> "default" (or what ``set_weight_version``
@@ -56,7 +57,7 @@ class UtilityHandler:
         self.loras: dict[int, str] = {}
         self.weight_version = "default"
         self._methods: dict[str, Callable[..., Any]] = {
-            "get_supported_tasks": lambda: ["generate"],
+            "get_supported_tasks": lambda: cfg.supported_tasks,
             "is_sleeping": lambda: self.sleeping,
             "is_scheduler_paused": lambda: self._sched.paused is not None,
             "reset_prefix_cache": lambda reset_running_requests=False, reset_connector=False: True,

@@ -10,7 +10,9 @@ from __future__ import annotations
 import zmq
 
 from engine import protocol
-from engine.protocol import EngineCoreOutputs, EngineCoreReadyResponse, identity_for_rank
+from engine.protocol import (EngineCoreOutputs, EngineCoreReadyResponse, RequestType,
+                             identity_for_rank)
+from engine.tasks import SUPPORTED_TASKS_METHOD
 from tests.support.waiting import wait_in_hub
 
 
@@ -28,13 +30,24 @@ class FakeEngine:
         self.outputs.setsockopt(zmq.LINGER, 0)
         self.outputs.connect(outputs)
 
-    def register(self, max_model_len: int = 4096) -> None:
+    def register(self, max_model_len: int = 4096,
+                 tasks: tuple[str, ...] | None = ("generate",)) -> None:
+        """Register, then answer the client's ``get_supported_tasks`` call with ``tasks`` (the
+        client is ready only then); ``tasks`` None leaves that call to the test."""
         self.requests.send(protocol.encode_registration(EngineCoreReadyResponse(
             max_model_len=max_model_len, num_gpu_blocks=1024, block_size=16,
             dp_stats_address=None, dtype="bfloat16", vllm_version="0.32.0", world_size=1,
             data_parallel_size=1, tensor_parallel_size=1, pipeline_parallel_size=1,
             decode_context_parallel_size=1, data_parallel_rank=self.rank, max_num_seqs=64,
             max_num_batched_tokens=8192, instance_id="1", supports_lora=False, max_loras=0)))
+        if tasks is not None:
+            self.answer_supported_tasks(list(tasks))
+
+    def answer_supported_tasks(self, tasks: object) -> None:
+        """Answer the client's next message, which must be the ``get_supported_tasks`` call."""
+        kind, (_client, call_id, method, _args) = self.receive()
+        assert kind == RequestType.UTILITY and method == SUPPORTED_TASKS_METHOD, (kind, method)
+        self.outputs.send_multipart(protocol.encode_utility_reply(self.rank, call_id, tasks))
 
     def receive(self, timeout: float = 30.0) -> tuple[bytes, object]:
         """The next request the client sent: (type byte, decoded payload)."""

@@ -27,6 +27,18 @@ SECTIONS = {
     "UnloadLoRAAdapterRequest": ("9",),
     "AnthropicMessagesRequest": ("13",),
     "AnthropicCountTokensRequest": ("13",),
+    "EmbeddingCompletionRequest": ("14",),
+    "EmbeddingChatRequest": ("14",),
+    "PoolingCompletionRequest": ("14",),
+    "PoolingChatRequest": ("14",),
+    "ClassificationCompletionRequest": ("14",),
+    "ClassificationChatRequest": ("14",),
+    "ScoreQueriesDocumentsRequest": ("14",),
+    "ScoreQueriesItemsRequest": ("14",),
+    "ScoreData1Data2Request": ("14",),
+    "ScoreText1Text2Request": ("14",),
+    "RerankRequest": ("14",),
+    "CohereEmbedRequest": ("14",),
 }
 NOT_BUILT = "11"
 

@@ -138,6 +138,8 @@ class _BlockingObserver:
         self.in_flight: list[int] = []
 
     def on_step(self, outputs, batch) -> None:
+        if outputs.utility_output is not None:
+            return  # the get_supported_tasks answer before ready
         if not self.entered.is_set():
             self.entered.set()
             self.release.wait(30)  # natively: the engine-I/O thread's hub stands still

@@ -1,0 +1,1 @@
+"""POST /classify (a classification model's label probabilities, docs/pooling.md §2)."""

@@ -1,0 +1,1 @@
+"""POST /pooling (vLLM's raw pooling output of any pooling model, docs/pooling.md §2)."""
