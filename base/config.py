@@ -31,6 +31,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
+from base.grpc_settings import GrpcSettings
 from base.host import WORKERS_CAP, default_worker_count, local_model_dir, reachable_host
 from base.settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
     REQUEST_THREADS_CAP, Setting, boolean, capped_threads, choice, fingerprint, gc_thresholds,
@@ -52,7 +53,7 @@ DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(GrpcSettings):
     """Every setting of greenfront, each declared once (docs/settings.md's table is made from
     these)."""
 
