@@ -159,6 +159,8 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
                                   _structured_outputs_backend),
     "default_chat_template_kwargs": ("GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS", _json_object),
     "tokenizer_mode": ("", _tokenizer_mode),
+    # gRPC (docs/grpc.md): under vllm serve the socket comes as --grpc-listen-fd instead.
+    "grpc_port": ("GREENFRONT_GRPC_PORT", str),
 }
 
 #: How ``greenfront serve`` takes an option on its command line when its converter does not

@@ -73,8 +73,8 @@ def run_call(call: Call, router: Router, accepting: Callable[[], bool]) -> None:
         else:
             call.send_message(result.SerializeToString())
         _finish_ok(call)
-    except StreamGone:
-        call.finish(Code.CANCELLED)
+    except StreamGone:  # cancelled: by the peer (nothing is sent) or by the deadline
+        _finish_ok(call)
     except Exception as exc:  # every failure becomes the call's status, never a dropped stream
         if call.deadline_exceeded:
             call.finish(Code.DEADLINE_EXCEEDED, "Deadline Exceeded")

@@ -25,7 +25,8 @@ def open_listener(config: Config) -> Config:
     if config.grpc_listen_fd is not None:
         sock = socket.socket(fileno=config.grpc_listen_fd)
     elif config.grpc_port:
-        host = config.bind.rsplit(":", 1)[0].strip("[]") if ":" in config.bind else config.bind
+        bind = "" if config.bind.startswith(("fd://", "unix:")) else config.bind
+        host = bind.rsplit(":", 1)[0].strip("[]") if ":" in bind else bind
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

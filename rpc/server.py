@@ -13,6 +13,7 @@ import socket
 from typing import Any, Callable
 
 from base.config import Config
+from rpc.control import ControlService
 from rpc.dispatch import Method, serve_connection
 from rpc.health import HealthService
 from rpc.inference.service import InferenceService
@@ -31,7 +32,9 @@ class GrpcServer:
         self._drain = drain
         self.connections: set[Connection] = set()
         methods: dict[str, Method] = {}
-        methods.update(InferenceService(state, lambda: get_pool(config), drain).methods())
+        inference = InferenceService(state, lambda: get_pool(config), drain)
+        methods.update(inference.methods())
+        methods.update(ControlService(state, inference.abort).methods())
         methods.update(HealthService(state, lambda: drain.draining).methods())
         self._methods = methods
         previous = drain.on_draining

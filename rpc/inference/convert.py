@@ -40,7 +40,7 @@ def request_id_of(request: pb.GenerateRequest) -> str:
 
 
 def prepare(request: pb.GenerateRequest, ctx: ServingContext, *, request_id: str,
-            stream: bool) -> PreparedRequest:
+            stream: bool, lora_enabled: bool = False) -> PreparedRequest:
     """Validate and convert one request (module docstring).
 
     Raises:
@@ -50,7 +50,7 @@ def prepare(request: pb.GenerateRequest, ctx: ServingContext, *, request_id: str
     _refuse_unsupported(request, stream)
     if request.model and request.model not in ctx.served_model_names:
         raise RpcError(Code.NOT_FOUND, f"model `{request.model}` not found")
-    if request.lora_name and ctx.adapters is None:
+    if request.lora_name and not lora_enabled:
         raise RpcError(Code.FAILED_PRECONDITION, "engine was not started with LoRA enabled")
     ids = _prompt_ids(request, ctx)
     body: dict[str, Any] = {
@@ -59,8 +59,6 @@ def prepare(request: pb.GenerateRequest, ctx: ServingContext, *, request_id: str
         "output_mode": "text", "stream": True, "priority": request.priority,
     }
     kv = request.kv
-    if kv.cache_salt:
-        body["cache_salt"] = kv.cache_salt
     for name in ("kv_transfer_params", "ec_transfer_params"):
         if kv.HasField(name):
             body[name] = MessageToDict(getattr(kv, name))
@@ -70,9 +68,13 @@ def prepare(request: pb.GenerateRequest, ctx: ServingContext, *, request_id: str
     if gate.HasField("chat_template_kwargs"):
         body["reasoning_parser_kwargs"] = {
             "chat_template_kwargs": MessageToDict(gate.chat_template_kwargs)}
-    if request.lora_name and ctx.adapters.lora_request(request.lora_name) is None:
+    if request.lora_name and (ctx.adapters is None
+                              or ctx.adapters.lora_request(request.lora_name) is None):
         raise RpcError(Code.NOT_FOUND, f"LoRA adapter `{request.lora_name}` is not loaded")
     prepared = prepare_generate(body, ctx)
+    # Any non-empty salt, as vLLM's Rust frontend takes it (the HTTP route's character rules
+    # are its Python frontend's).
+    prepared.cache_salt = kv.cache_salt or None
     # The engine requests carry the client's id as their external id (Abort names it).
     prepared.request_id = prepared.request_id.removeprefix(ID_PREFIX)
     for choice in prepared.choices:

@@ -13,11 +13,12 @@ Runs on: the HTTP hub.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 from google.protobuf.struct_pb2 import Struct
 
 from resources.common.logprobs import Position
+from resources.common.output import ChoiceDelta
 from resources.generate.render import GenerateState
 from rpc.proto import inference_pb2 as pb
 
@@ -48,7 +49,7 @@ def prompt_info(state: GrpcOutputState, options: pb.ResponseOptions) -> pb.Promp
                 info.ranks.append(0)
                 info.candidate_tokens.add()
             else:
-                _add_position(info, position)
+                _add_position(info, position, choice.choice.prompt_logprobs)
     return info
 
 
@@ -61,8 +62,9 @@ def sequence_output(delta: Any, state: GrpcOutputState, options: pb.ResponseOpti
     if options.output_token_ids:
         out.token_ids.extend(delta.token_ids)
     if options.output_logprobs and delta.logprobs:
+        k = state.prepared.logprobs
         for position in delta.logprobs:
-            _add_position(out, position)
+            _add_position(out, position, k)
     if delta.finish_reason is not None:
         out.finish_info.CopyFrom(finish_info(delta, state))
     return out
@@ -90,12 +92,32 @@ def finish_info(delta: Any, state: GrpcOutputState) -> pb.FinishInfo:
     return info
 
 
-def _add_position(target: Any, position: Position) -> None:
-    """The sampled (or actual) token's logprob and rank, the other candidates after it."""
-    entries = iter(position.items())
-    _, (logprob, rank) = next(entries)
+def aborted_deltas(state: GrpcOutputState) -> Iterator[ChoiceDelta]:
+    """``Control.Abort`` ended the calls' sequences: an empty last delta for each one still
+    running, finishing ABORTED (what vLLM's Rust frontend sends)."""
+    for choice in state.choices:
+        if choice.finished:
+            continue
+        choice.finish_reason = "abort"
+        yield ChoiceDelta(choice.choice.index, "", [], None, "abort", None, False, False,
+                          choice.num_output_tokens)
+
+
+def _add_position(target: Any, position: Position, k: int | None) -> None:
+    """The sampled (or actual) token's logprob and rank, then the top-k candidates in rank
+    order, the sampled token among them when it is one of them (as vLLM lists them). A position
+    keeps the sampled token once, with its top-k rank when it is in the top k, so the
+    candidates are the entries ranked 1..k."""
+    entries = list(position.items())
+    _, (logprob, rank) = entries[0]
     target.logprobs.append(logprob)
     target.ranks.append(rank)
     candidates = target.candidate_tokens.add()
-    for token_id, (lp, r) in entries:
+    if not k:
+        return
+    top = [(r, token_id, lp) for token_id, (lp, r) in entries[1:]]
+    first_id, (first_lp, first_rank) = entries[0]
+    if 1 <= first_rank and (k < 0 or first_rank <= k) and all(r != first_rank for r, _, _ in top):
+        top.append((first_rank, first_id, first_lp))
+    for r, token_id, lp in sorted(top):
         candidates.tokens.add(id=token_id, logprob=lp, rank=r)

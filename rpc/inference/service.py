@@ -12,16 +12,20 @@ Runs on: the HTTP hub; ``_submit`` on a request-pool thread.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Iterator
 
 from base.errors import ApiError
 from rpc.call import Call, StreamGone
 from rpc.dispatch import Method
 from rpc.inference.convert import prepare, request_id_of
-from rpc.inference.output import GrpcOutputState, prompt_info, sequence_output
+from rpc.inference.output import (GrpcOutputState, aborted_deltas, prompt_info,
+                                  sequence_output)
 from rpc.proto import inference_pb2 as pb
 from rpc.status import Code, RpcError
+from runtime.lora_registry import lora_registry
 from runtime.request_pool import RequestPool, Skipped
+from runtime.serving_context import ServingContext
 from runtime.shutdown import Drain
 from runtime.state import WorkerState
 from streaming.body import Pump
@@ -38,6 +42,7 @@ class InferenceService:
         self._state = state
         self._pool = pool
         self._drain = drain or Drain(0.0)
+        self._live: dict[str, set[Live]] = {}
 
     def methods(self) -> dict[str, Method]:
         out = {}
@@ -55,19 +60,20 @@ class InferenceService:
             self._drain.leave()
 
     def _generate(self, call: Call, request: pb.GenerateRequest) -> pb.GenerateResponse:
-        output, pump = self._start(call, request, stream=False)
+        live = self._start(call, request, stream=False)
+        output = live.output
         response = pb.GenerateResponse()
         text: list[str] = []
         seq = response.outputs
         options = request.response
         try:
-            for delta in _deltas(pump, call):
+            for delta in _deltas(live, call):
                 piece = sequence_output(delta, output, options)
                 text.append(piece.text)
                 piece.text = ""
                 seq.MergeFrom(piece)  # repeated fields append; finish_info set at the end
         finally:
-            pump.generation.abort()
+            self._end(live)
         seq.text = "".join(text)
         seq.num_tokens = output.choices[0].num_output_tokens
         response.prompt_info.CopyFrom(prompt_info(output, options))
@@ -77,27 +83,53 @@ class InferenceService:
                         ) -> Iterator[pb.GenerateResponse]:
         self._drain.enter()
         try:
-            output, pump = self._start(call, request, stream=True)
+            live = self._start(call, request, stream=True)
         except BaseException:
             self._drain.leave()
             raise
-        leave = self._drain.leave
 
         def cleanup() -> None:
-            pump.generation.abort()
-            leave()
-        return Streamed(_stream(call, request.response, output, pump), cleanup)
+            self._end(live)
+            self._drain.leave()
+        return Streamed(_stream(call, request.response, live), cleanup)
 
-    def _start(self, call: Call, request: pb.GenerateRequest, stream: bool
-               ) -> tuple[GrpcOutputState, Pump]:
+    def abort(self, request_ids: list[str]) -> None:
+        """``Control.Abort``: this worker's live calls with these ids end with ABORTED."""
+        for request_id in request_ids:
+            for live in list(self._live.get(request_id, ())):
+                live.aborted = True
+                live.pump.generation.abort()
+                live.pump.generation.waker.wake()
+
+    def _end(self, live: "Live") -> None:
+        live.pump.generation.abort()
+        calls = self._live.get(live.request_id)
+        if calls is not None:
+            calls.discard(live)
+            if not calls:
+                del self._live[live.request_id]
+
+    def _context(self, request: pb.GenerateRequest) -> tuple[ServingContext, bool]:
+        """The serving context, with the deployment's adapters when the engines take LoRA
+        (``Control.LoadLora`` adds them), and whether they do."""
+        state = self._state
+        ctx = state.serving_context()
+        client = state.client
+        lora = all(client.registrations[r].supports_lora for r in client.ranks)
+        if lora and ctx.adapters is None and request.lora_name:
+            ctx = dataclasses.replace(ctx, adapters=lora_registry(state.config))
+        return ctx, lora
+
+    def _start(self, call: Call, request: pb.GenerateRequest, stream: bool) -> "Live":
         state = self._state
         state.ensure_started()
-        ctx = state.serving_context()
+        ctx, lora = self._context(request)
         request_id = request_id_of(request)
         rank = _dp_rank(call)
 
         def submit() -> tuple[Any, Generation]:  # a request-pool thread
-            prepared = prepare(request, ctx, request_id=request_id, stream=stream)
+            prepared = prepare(request, ctx, request_id=request_id, stream=stream,
+                               lora_enabled=lora)
             return prepared, start_generation(prepared, state.client, call.cancel,
                                               data_parallel_rank=rank)
         try:
@@ -116,20 +148,37 @@ class InferenceService:
             generation.abort()
             generation.waker.wake()
         call.cancel.on_cancel(on_cancel)
-        return output, pump
+        live = Live(request_id, output, pump)
+        self._live.setdefault(request_id, set()).add(live)
+        return live
 
 
-def _deltas(pump: Pump, call: Call) -> Iterator[Any]:
-    """Every delta of the generation, in order; raises the pump's error."""
+class Live:
+    """One call's generation while it runs (what ``Control.Abort`` finds by request id)."""
+
+    __slots__ = ("request_id", "output", "pump", "aborted")
+
+    def __init__(self, request_id: str, output: GrpcOutputState, pump: Pump) -> None:
+        self.request_id = request_id
+        self.output = output
+        self.pump = pump
+        self.aborted = False
+
+
+def _deltas(live: Live, call: Call) -> Iterator[Any]:
+    """Every delta of the generation, in order, then an ABORTED end for each sequence an Abort
+    cut short; raises the pump's error."""
     deltas: list[Any] = []
-    state = pump.state
+    pump, state = live.pump, live.output
     while not state.all_finished and pump.step(lambda index, delta: deltas.append(delta)):
         yield from deltas
         deltas.clear()
     yield from deltas
     if pump.error is not None:
         raise pump.error
-    if call.cancel.cancelled and not state.all_finished:
+    if live.aborted:
+        yield from aborted_deltas(state)
+    elif call.cancel.cancelled and not state.all_finished:
         raise StreamGone()
 
 
@@ -153,11 +202,12 @@ class Streamed:
             cleanup()
 
 
-def _stream(call: Call, options: pb.ResponseOptions, output: GrpcOutputState,
-            pump: Pump) -> Iterator[pb.GenerateResponse]:
+def _stream(call: Call, options: pb.ResponseOptions, live: Live
+            ) -> Iterator[pb.GenerateResponse]:
+    output = live.output
     try:
         started = False
-        for delta in _deltas(pump, call):
+        for delta in _deltas(live, call):
             if not started:
                 started = True
                 yield pb.GenerateResponse(prompt_info=prompt_info(output, options))

@@ -68,3 +68,16 @@ def test_refusal_exits_2_with_the_option_named():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "--uds" in proc.stderr
+
+
+def test_grpc_port():
+    """gRPC (docs/grpc.md): --grpc-port standalone, the inherited socket under vllm serve."""
+    assert _settings("/m", "--grpc-port", "50051")["GREENFRONT_GRPC_PORT"] == "50051"
+    from launch.frontend import launch_settings
+
+    ns = build_parser().parse_args([
+        "frontend", "--listen-fd", "3", "--input-listener-fd", "4", "--output-listener-fd", "5",
+        "--grpc-listen-fd", "6", "--args-json", '{"model_tag": "/m", "grpc_port": 50051}'])
+    settings = launch_settings(ns)
+    assert settings["GREENFRONT_GRPC_LISTEN_FD"] == "6"
+    assert "GREENFRONT_GRPC_PORT" not in settings
