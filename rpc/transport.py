@@ -26,6 +26,7 @@ import h2.errors
 import h2.events
 import h2.exceptions
 import h2.settings
+import hyperframe.frame
 
 from rpc.call import Call, StreamGone
 from rpc.framing import MAX_RECEIVE_BYTES
@@ -55,6 +56,7 @@ class Connection:
         self._write_lock = gevent.lock.Semaphore()
         self._window_waiters: list[gevent.event.Event] = []
         self.closed = False
+        self.going_away = False
 
     def serve(self) -> None:
         """Serve until the peer closes the connection or breaks the protocol."""
@@ -169,10 +171,23 @@ class Connection:
                     self._lost()
 
     def go_away(self) -> None:
-        """The worker drains: tell the peer to open no new calls (running ones finish)."""
-        if not self.closed:
-            self.h2.close_connection(error_code=h2.errors.ErrorCodes.NO_ERROR)
-            self.flush()
+        """The worker drains: tell the peer to open no new calls; running ones finish.
+
+        ``h2``'s own ``close_connection`` ends the connection for every stream, so the GOAWAY
+        frame is written here, after what ``h2`` queued, and ``h2`` keeps serving the streams
+        it names as processed. A call the peer still opens is refused UNAVAILABLE."""
+        if self.closed or self.going_away:
+            return
+        self.going_away = True
+        frame = hyperframe.frame.GoAwayFrame(0)
+        frame.last_stream_id = self.h2.highest_inbound_stream_id
+        frame.error_code = h2.errors.ErrorCodes.NO_ERROR
+        with self._write_lock:
+            data = self.h2.data_to_send() + frame.serialize()
+            try:
+                self.sock.sendall(data)
+            except OSError:
+                self._lost()
 
     def _wake_senders(self) -> None:
         waiters, self._window_waiters = self._window_waiters, []
