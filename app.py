@@ -47,7 +47,8 @@ from runtime import shutdown
 from runtime.request_pool import get_pool
 from runtime.lora_registry import lora_registry
 from runtime.state import WorkerState
-from runtime.worker import current_serving
+from runtime.worker import Listener, current_serving
+from rpc.server import handler_for as grpc_handler
 
 
 def build_api(config: Config, state: WorkerState | None = None,
@@ -143,3 +144,8 @@ logging.basicConfig(level=logging.INFO, format="%(asctime)s [%(process)d] [%(nam
 _serving = current_serving()
 api = (build_api(_serving.config, _serving.state, _serving.drain) if _serving
        else build_api(Config.from_env()))
+if _serving is not None and _serving.config.grpc_listen_fd is not None:
+    # gRPC (docs/grpc.md): served by the worker beside HTTP, on the master's listening socket.
+    _serving.listeners.append(Listener(_serving.config.grpc_listen_fd,
+                                       grpc_handler(_serving.state, _serving.drain,
+                                                    _serving.config)))

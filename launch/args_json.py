@@ -34,8 +34,9 @@ UNSUPPORTED = frozenset({
     "show_hidden_metrics_for_version", "per_request_spec_decode_metrics", "hf_token",
     "aggregate_engine_logging", "enable_return_routed_experts", "return_sampling_mask",
     "pooler_config", "h11_max_header_count", "h11_max_incomplete_event_size",
-    # Being built by other work (gRPC); refused until it lands.
-    "grpc", "grpc_port",
+    # vllm serve --grpc: vLLM's Python gRPC-only server in place of HTTP (greenfront serves
+    # gRPC beside HTTP on --grpc-port instead, docs/grpc.md).
+    "grpc",
 })
 
 
@@ -218,6 +219,8 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "sse_keep_alive_interval": ("GREENFRONT_SSE_KEEP_ALIVE_INTERVAL", _keep_alive_interval),
     "custom_histogram_buckets": ("GREENFRONT_CUSTOM_HISTOGRAM_BUCKETS", _histogram_buckets),
     "enable_per_request_metrics": ("GREENFRONT_ENABLE_PER_REQUEST_METRICS", _flag),
+    # gRPC (docs/grpc.md): under vllm serve the socket comes as --grpc-listen-fd instead.
+    "grpc_port": ("GREENFRONT_GRPC_PORT", str),
 }
 
 #: How ``greenfront serve`` takes an option on its command line when its converter does not

@@ -127,6 +127,28 @@ def load_adapter(state: WorkerState, registry: LoraRegistry, name: str, path: st
     log.info("loaded LoRA adapter %r (id %d) from %r", name, adapter.int_id, path)
 
 
+def unload_adapter(state: WorkerState, registry: LoraRegistry, name: str) -> LoraAdapter:
+    """HTTP hub: remove adapter ``name`` from every engine and from the registry.
+
+    Raises:
+        ApiError: not loaded (404), or an engine failed the removal (500).
+    """
+    client = engine_client(state)
+    adapter = registry.begin_unload(name)
+    ok = False
+    try:
+        results = call_each(client, "remove_lora", [adapter.int_id])
+        failed = [exc for _rank, good, exc in results if not good]
+        if failed:
+            raise ServerError(failed[0].message)
+        # A false result means that engine no longer held it (evicted): the goal is met.
+        ok = True
+    finally:
+        registry.end_unload(adapter, ok)
+    log.info("unloaded LoRA adapter %r (id %d)", name, adapter.int_id)
+    return adapter
+
+
 def load_static_modules(state: WorkerState, registry: LoraRegistry) -> None:
     """HTTP hub, once the engines registered: ``--lora-modules``, loaded by worker slot 0 (the
     registry shares them with the other workers); one already listed is not loaded again (a
@@ -209,19 +231,7 @@ class UnloadLoraAdapterResource:
         name = body["lora_name"]
         if not name:
             raise InvalidUserInput("'lora_name' needs to be provided to unload a LoRA adapter.")
-        client = engine_client(self._state)
-        adapter = self._registry.begin_unload(name)
-        ok = False
-        try:
-            results = call_each(client, "remove_lora", [adapter.int_id])
-            failed = [exc for _rank, good, exc in results if not good]
-            if failed:
-                raise ServerError(failed[0].message)
-            # A false result means that engine no longer held it (evicted): the goal is met.
-            ok = True
-        finally:
-            self._registry.end_unload(adapter, ok)
-        log.info("unloaded LoRA adapter %r (id %d)", name, adapter.int_id)
+        unload_adapter(self._state, self._registry, name)
         resp.status = falcon.HTTP_200
         resp.content_type = falcon.MEDIA_TEXT
         resp.text = f"Success: LoRA adapter '{name}' removed successfully."

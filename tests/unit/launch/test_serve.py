@@ -81,3 +81,16 @@ def test_uds_and_no_switches():
                          "--no-return-tokens-as-token-ids")
     assert settings["GREENFRONT_BIND"] == "unix:/tmp/s.sock"
     assert settings["GREENFRONT_RETURN_TOKENS_AS_TOKEN_IDS"] == "0"
+
+
+def test_grpc_port():
+    """gRPC (docs/grpc.md): --grpc-port standalone, the inherited socket under vllm serve."""
+    assert _settings("/m", "--grpc-port", "50051")["GREENFRONT_GRPC_PORT"] == "50051"
+    from launch.frontend import launch_settings
+
+    ns = build_parser().parse_args([
+        "frontend", "--listen-fd", "3", "--input-listener-fd", "4", "--output-listener-fd", "5",
+        "--grpc-listen-fd", "6", "--args-json", '{"model_tag": "/m", "grpc_port": 50051}'])
+    settings = launch_settings(ns)
+    assert settings["GREENFRONT_GRPC_LISTEN_FD"] == "6"
+    assert "GREENFRONT_GRPC_PORT" not in settings
