@@ -31,6 +31,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
+from base.messages_settings import MessagesSettings
 from base.responses_settings import ResponsesSettings
 from base.host import WORKERS_CAP, default_worker_count, local_model_dir, reachable_host
 from base.settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
@@ -53,7 +54,7 @@ DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
 
 
 @dataclass(frozen=True)
-class Config(ResponsesSettings):
+class Config(ResponsesSettings, MessagesSettings):
     """Every setting of greenfront, each declared once (docs/settings.md's table is made from
     these)."""
 
