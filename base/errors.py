@@ -114,3 +114,21 @@ class EngineStalled(EngineUnavailable):
 class EngineDead(EngineUnavailable):
     def __init__(self, message: str = "The engine core has died; the server cannot serve requests.") -> None:
         super().__init__(message)
+
+
+def engine_request_error(error: Any) -> ApiError:
+    """The answer to an output that finished with ERROR (docs/vllm-versions.md §2).
+
+    ``error`` is vLLM 0.33's ``{code, message, retryable}`` (None from 0.32 engines, which
+    carry no reason): ``validation_error`` is the client's fault (400, the engine's message), a
+    retryable error (``engine_paused``) a 503 with the engine's message, anything else vLLM's
+    fixed 500.
+    """
+    if isinstance(error, dict):
+        message = error.get("message")
+        message = message if isinstance(message, str) and message else "Internal server error"
+        if error.get("code") == "validation_error":
+            return InvalidRequest(message)
+        if error.get("retryable") is True:
+            return EngineUnavailable(message)
+    return ServerError("Internal server error")

@@ -83,9 +83,12 @@ class GenerationResource:
         if prepared.stream:
             renderer = type(self).stream_renderer(prepared, ctx)
             resp.content_type = SSE
+            # vLLM sends keep-alive comments on chat and completions streams only.
+            keep_alive = (state.config.sse_keep_alive_interval
+                          if prepared.kind in ("chat", "completion") else 0)
             resp.stream = StreamingBody(generation, output_state, renderer, cancel,
                                         type(self).stream_error_event, on_finished,
-                                        self.error_envelope)
+                                        self.error_envelope, keep_alive)
         else:
             render = type(self).render_response
             resp.content_type = falcon.MEDIA_JSON

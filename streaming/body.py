@@ -18,6 +18,8 @@ from streaming.error_response import http_parts, status_line
 from streaming.submit import Generation
 
 log = logging.getLogger("greenfront.body")
+#: vLLM's SSE keep-alive comment (``--sse-keep-alive-interval``).
+KEEP_ALIVE = b": keep-alive\n\n"
 
 
 class Delta(Protocol):
@@ -64,15 +66,21 @@ class _Pump:
         self.cancel = cancel
         self.error: ApiError | None = None
         self._on_finished = on_finished
+        #: the last ``step`` waited ``timeout`` seconds and nothing came
+        self.idle = False
 
-    def step(self, on_delta: Callable[[int, Delta], None]) -> bool:
-        """Wait for outputs, apply them; False once there is nothing more to wait for."""
+    def step(self, on_delta: Callable[[int, Delta], None], timeout: float | None = None) -> bool:
+        """Wait (at most ``timeout`` seconds) for outputs, apply them; False once there is
+        nothing more to wait for."""
         generation = self.generation
         items, error = generation.collect()
+        self.idle = False
         if not items and error is None:
             if generation.finished or self.cancel.cancelled:
                 return False
-            generation.waker.wait()
+            if not generation.waker.wait(timeout):
+                self.idle = True
+                return True
             items, error = generation.collect()
         for index, output, frames in items:
             try:
@@ -108,10 +116,12 @@ class StreamingBody:
     def __init__(self, generation: Generation, state: OutputState, renderer: StreamRenderer,
                  cancel: Cancellation, error_event: Callable[[ApiError], bytes],
                  on_finished: Callable[[Any], None] | None = None,
-                 error_envelope: str | None = None) -> None:
+                 error_envelope: str | None = None, keep_alive: float = 0) -> None:
         self._pump = _Pump(generation, state, cancel, on_finished, error_envelope)
         self._renderer = renderer
         self._error_event = error_event
+        # --sse-keep-alive-interval: a comment line when no chunk came for this long (0: off).
+        self._keep_alive = keep_alive if keep_alive > 0 else None
 
     def _on_cancel(self) -> None:
         self._pump.generation.abort()
@@ -124,11 +134,14 @@ class StreamingBody:
         frames: list[bytes] = []
         on_delta = lambda index, delta: frames.append(renderer.chunk(index, delta, state))  # noqa: E731
         started = False
-        while not state.all_finished and pump.step(on_delta):
+        while not state.all_finished and pump.step(on_delta, self._keep_alive):
             if frames and not state.all_finished:
                 started = True
                 yield b"".join(frames)
                 frames.clear()
+            elif pump.idle:
+                started = True  # the 200 goes out with the first keep-alive
+                yield KEEP_ALIVE
         if pump.error is not None:
             if not started and not frames:
                 self.error_before_start = pump.error
