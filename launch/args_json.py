@@ -21,7 +21,7 @@ from base.settings import lora_module_list
 UNSUPPORTED = frozenset({
     "trust_request_mm_kwargs", "tool_strict_level", "tool_server",
     "enable_log_outputs", "enable_log_deltas",
-    "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
+    "cohere_is_reasoning_model", "cohere_format",
     "tokens_only", "enable_ssl_refresh", "ssl_ciphers", "middleware",
     "disable_access_log_for_endpoints", "skip_tokenizer_init",
     "enable_prompt_embeds", "override_generation_config", "tokenizer_revision",
@@ -172,6 +172,7 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "engine_ready_timeout_secs": ("GREENFRONT_ENGINE_READY_TIMEOUT", str),
     "http_timeout_keep_alive": ("GREENFRONT_KEEPALIVE", str),
     "response_role": ("GREENFRONT_RESPONSE_ROLE", str),
+    "anthropic_disabled_thinking_effort": ("GREENFRONT_ANTHROPIC_DISABLED_THINKING_EFFORT", str),
     "trust_request_chat_template": ("GREENFRONT_TRUST_REQUEST_CHAT_TEMPLATE", _flag),
     "enable_force_include_usage": ("GREENFRONT_ENABLE_FORCE_INCLUDE_USAGE", _flag),
     "enable_prompt_tokens_details": ("GREENFRONT_ENABLE_PROMPT_TOKENS_DETAILS", _flag),
