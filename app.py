@@ -22,6 +22,7 @@ from middleware.http_metrics import HttpMetrics
 from middleware.load_tracking import LoadTracking
 from middleware.offload import OffloadMiddleware
 from middleware.root_path import RootPath
+from resources.abort_requests import AbortRequestsResource
 from resources.admin import register_admin_routes
 from resources.admin.lora import load_static_modules
 from resources.chat.resource import ChatCompletionsResource
@@ -35,6 +36,7 @@ from resources.responses.resource import ResponsesResource
 from resources.responses.stored import CancelResponseResource, StoredResponseResource
 from resources.openapi import OpenApiResource
 from resources.tokenize.resource import DetokenizeResource, TokenizeResource
+from resources.tokenizer_info import TokenizerInfoResource
 from runtime import shutdown
 from runtime.request_pool import get_pool
 from runtime.lora_registry import lora_registry
@@ -77,6 +79,9 @@ def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
     app.add_route("/tokenize", TokenizeResource(state))
     app.add_route("/detokenize", DetokenizeResource(state))
     app.add_route("/inference/v1/generate", GenerateResource(state))
+    app.add_route("/inference/v1/abort_requests", AbortRequestsResource(state))
+    if config.enable_tokenizer_info_endpoint:
+        app.add_route("/tokenizer_info", TokenizerInfoResource(state))
     # Dev-mode and LoRA routes (utility calls to the engines), each behind its vLLM switch.
     register_admin_routes(app, state, config)
     if config.lora_modules:

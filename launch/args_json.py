@@ -20,7 +20,7 @@ from base.settings import lora_module_list
 #: non-default value is refused rather than silently ignored.
 UNSUPPORTED = frozenset({
     "trust_request_mm_kwargs", "tool_strict_level", "tool_server",
-    "enable_tokenizer_info_endpoint", "enable_log_outputs", "enable_log_deltas",
+    "enable_log_outputs", "enable_log_deltas",
     "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
     "tokens_only", "enable_ssl_refresh", "ssl_ciphers", "middleware",
     "disable_access_log_for_endpoints", "skip_tokenizer_init",
@@ -206,6 +206,7 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
                                   _structured_outputs_backend),
     "default_chat_template_kwargs": ("GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS", _json_object),
     "tokenizer_mode": ("", _tokenizer_mode),
+    "enable_tokenizer_info_endpoint": ("GREENFRONT_ENABLE_TOKENIZER_INFO_ENDPOINT", _flag),
     "runner": ("", _generate_runner),
     "convert": ("", _generate_runner),
     "api_server_count": ("", _one_api_server),

@@ -16,10 +16,11 @@ from typing import Any, Protocol
 from base import jsonio
 from base.errors import InvalidRequest
 from resources.chat import tool_choice, types, validate
+from resources.chat.forwarded_ids import forwarded_prompt_ids
 from resources.chat.parsing import ChatParsing
 from resources.common.fields import parse_struct, require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
-from resources.common.prompts import check_not_empty, make_rule, tokenize_texts
+from resources.common.prompts import check_length, check_not_empty, make_rule, tokenize_texts
 from resources.common.sampling import (build_sampling_params, fan_out, max_tokens_for,
                                        usage_flags)
 from runtime.serving_context import ServingContext
@@ -216,13 +217,30 @@ def chat_prompt_ids(f: types.ChatRequest, ctx: ServingContext) -> list[int]:
     refusals and the length rules applied), without building an engine request."""
     ctx.resolve_model(f.model)
     validate.check_request(f, ctx)
+    rule = _length_rule(ctx, f)[0]
+    prompt_text = render_prompt(ctx, f)[1]
+    return list(tokenize_texts(ctx, [prompt_text], rule)[0])
+
+
+def _length_rule(ctx: ServingContext, f: types.ChatRequest) -> tuple[Any, int | None]:
+    """The prompt-length rule of a chat request, and the output length it asked for."""
     requested, param = _requested_output(f)
     rule = make_rule(ctx, max_output_tokens=requested or 0, output_param=param,
                      truncate_prompt_tokens=f.truncate_prompt_tokens,
                      truncation_side=f.truncation_side,
                      add_special_tokens=f.add_special_tokens)
-    prompt_text = render_prompt(ctx, f)[1]
-    return list(tokenize_texts(ctx, [prompt_text], rule)[0])
+    return rule, requested
+
+
+def _prompt(ctx: ServingContext, f: types.ChatRequest, kwargs: dict[str, Any],
+            rule: Any) -> tuple[list[dict], str | None, list[int]]:
+    """(conversation, prompt text, prompt ids): the rendered and tokenized messages, or the ids
+    a P/D decode stage was forwarded (docs/parity.md §7)."""
+    forwarded = forwarded_prompt_ids(ctx, f)
+    if forwarded is not None:
+        return [], None, check_length(forwarded, rule)
+    conversation, prompt_text = render_prompt(ctx, f, kwargs)
+    return conversation, prompt_text, tokenize_texts(ctx, [prompt_text], rule)[0]
 
 
 def prepare_parsed_chat(f: types.ChatRequest, ctx: ServingContext, *,
@@ -236,15 +254,10 @@ def prepare_parsed_chat(f: types.ChatRequest, ctx: ServingContext, *,
     lora = ctx.resolve_model(f.model)
     validate.check_request(f, ctx)
 
-    requested, param = _requested_output(f)
-    rule = make_rule(ctx, max_output_tokens=requested or 0, output_param=param,
-                     truncate_prompt_tokens=f.truncate_prompt_tokens,
-                     truncation_side=f.truncation_side,
-                     add_special_tokens=f.add_special_tokens)
+    rule, requested = _length_rule(ctx, f)
     kwargs = template_kwargs(ctx, f)
-    conversation, prompt_text = render_prompt(ctx, f, kwargs)
+    conversation, prompt_text, ids = _prompt(ctx, f, kwargs, rule)
     parsing = chat_parsing(ctx, f, kwargs)
-    ids = tokenize_texts(ctx, [prompt_text], rule)[0]
     reasoning_ended, reasoning_kwargs = engine_reasoning(ctx, f, ids, kwargs)
 
     stream = bool(f.stream)

@@ -35,7 +35,6 @@ OPTIONS = SURFACE["serve_options"]
 PENDING_ELSEWHERE = {
     "grpc": "gRPC", "grpc_port": "gRPC",
     "tokens_only": "--tokens-only",
-    "enable_tokenizer_info_endpoint": "/tokenizer_info",
     "pooler_config": "pooling", "io_processor_plugin": "pooling",
 }
 
