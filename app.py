@@ -74,7 +74,7 @@ def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
     app.add_route("/kv_event_sources", KvEventSourcesResource(state))
     app.add_route("/metrics", MetricsResource(state))
     app.add_route("/v1/models", ModelsResource(state))
-    app.add_route("/openapi.json", OpenApiResource(app, root_path=config.root_path))
+    app.add_route("/openapi.json", OpenApiResource(app, state, root_path=config.root_path))
     # OpenAI API and vLLM's tokenizer routes: offloaded to the request pool.
     app.add_route("/v1/completions", CompletionsResource(state))
     app.add_route("/v1/chat/completions", ChatCompletionsResource(state))

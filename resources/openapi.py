@@ -12,7 +12,7 @@ Runs on: the HTTP hub (built once, on the first request, after every route is re
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import falcon
 import falcon.inspect
@@ -20,6 +20,7 @@ import falcon.inspect
 from base import jsonio
 from resources.health import VERSION
 from resources.openapi_checks import with_checks
+from runtime.served_tasks import served_tasks
 
 OPENAPI_VERSION = "3.1.0"
 ERROR_SCHEMA: dict[str, Any] = {
@@ -40,12 +41,15 @@ _ERROR_REF = {"$ref": "#/components/schemas/ErrorResponse"}
 _JSON = "application/json"
 
 
-def build_document(app: falcon.App, title: str = "greenfront",
-                   root_path: str = "") -> dict[str, Any]:
-    """The OpenAPI document of every route ``app`` serves."""
+def build_document(app: falcon.App, title: str = "greenfront", root_path: str = "",
+                   refuses: Callable[[str], bool] = lambda path: False) -> dict[str, Any]:
+    """The OpenAPI document of every route ``app`` serves, but those ``refuses`` names (the
+    task routes the engines' tasks do not serve, ``runtime.served_tasks``)."""
     schemas: dict[str, Any] = {"ErrorResponse": ERROR_SCHEMA}
     paths: dict[str, Any] = {}
     for route in falcon.inspect.inspect_routes(app):
+        if refuses(route.path):
+            continue
         resource = app._router.find(route.path)[0]
         operations = {}
         for method in route.methods:
@@ -102,13 +106,25 @@ def _success(media_type: str | None, streams: bool) -> dict[str, Any]:
 class OpenApiResource:
     """The OpenAPI document of this server."""
 
-    def __init__(self, app: falcon.App, root_path: str = "") -> None:
+    def __init__(self, app: falcon.App, state: Any, root_path: str = "") -> None:
         self._app = app
+        self._state = state
         self._root_path = root_path
         self._body: bytes | None = None
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         if self._body is None:  # the hub is one thread: at worst built twice, same bytes
-            self._body = jsonio.dumps(build_document(self._app, root_path=self._root_path))
+            client, model = self._state.client, self._state.model
+            ready = client is not None and client.ready
+            # Before the engines told their tasks every route is listed (and not kept).
+            refuses = (served_tasks(client.supported_tasks, model.config if model else {}).refuses
+                       if ready else (lambda path: False))
+            body = jsonio.dumps(build_document(self._app, root_path=self._root_path,
+                                               refuses=refuses))
+            if not ready:
+                resp.content_type = falcon.MEDIA_JSON
+                resp.data = body
+                return
+            self._body = body
         resp.content_type = falcon.MEDIA_JSON
         resp.data = self._body

@@ -32,6 +32,12 @@ def _anthropic(where: str) -> bool:
     return " /v1/messages" in where
 
 
+def _named_events(where: str) -> bool:
+    """/v1/messages and /v1/responses streams name each event (an ``event:`` line before its
+    ``data:``), as Anthropic's and OpenAI's APIs do (docs/messages.md, docs/responses.md)."""
+    return _anthropic(where) or " /v1/responses" in where
+
+
 def _anthropic_envelope(status: int, body: object, raw: bytes, where: str) -> bool:
     """Whether ``body`` is Anthropic's error envelope (then it must be well formed)."""
     if not (_anthropic(where) and isinstance(body, dict) and body.get("type") == "error"):
@@ -68,7 +74,7 @@ def _stream(resp: requests.Response, where: str) -> int:
             continue
         if done:
             raise BadAnswer(f"{where}: data after [DONE]: {line[:200]!r}")
-        if line.startswith(b"event: ") and _anthropic(where):
+        if line.startswith(b"event: ") and _named_events(where):
             continue
         if not line.startswith(b"data: "):
             raise BadAnswer(f"{where}: not an SSE data line: {line[:200]!r}")
