@@ -31,8 +31,11 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
+from base.frontend_options import FrontendOptions
 from base.grpc_settings import GrpcSettings
 from base.host import WORKERS_CAP, default_worker_count, local_model_dir, reachable_host
+from base.parity_settings import ParitySettings
+from base.responses_settings import ResponsesSettings
 from base.settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
     REQUEST_THREADS_CAP, Setting, boolean, capped_threads, choice, fingerprint, gc_thresholds,
     generation_config, json_object, json_strings, lora_module_list, names, niceness,
@@ -53,7 +56,7 @@ DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
 
 
 @dataclass(frozen=True)
-class Config(GrpcSettings):
+class Config(FrontendOptions, GrpcSettings, ParitySettings, ResponsesSettings):
     """Every setting of greenfront, each declared once (docs/settings.md's table is made from
     these)."""
 

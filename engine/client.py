@@ -32,12 +32,13 @@ import gevent.event
 import msgspec
 
 from engine import protocol, shared_registrations
+from engine.protocol import identity_for_rank as identity
 from engine.admission import Admission, Group
 from engine.liveness import Liveness
-from engine.registrations import Registrations
+from engine.registrations import Registrations, speaks_033
 from engine.registry import RequestRegistry
 from engine.request_stats import RequestTiming
-from engine.stream import RequestStream, Waker, deliver_all, fail_all
+from engine.stream import RequestStream, Waker, deliver_all, end_aborted, fail_all
 from engine.transport import Transport
 from engine.utility_calls import PING_METHOD, UtilityCalls
 from base.errors import (ApiError, EngineDead, EngineStalled, EngineUnavailable, InvalidRequest,
@@ -96,6 +97,8 @@ class EngineClient:
         # DP coordinator view (docs/engine-protocol.md §7.2): the current wave, and whether the engines are running one.
         self.current_wave = 0
         self.engines_running = True
+        # Engine-I/O thread: only 0.32 coordinators take the wake-up (0.33 ones log it as an error).
+        self._wake_coordinator = True
         self._registrations = Registrations(self.ranks, max_model_len_cap)
         self.registrations = self._registrations.by_rank  # HTTP hub: rank -> registration
         self.ready = False
@@ -121,6 +124,7 @@ class EngineClient:
         if self._registration_dir:
             for rank, registration in shared_registrations.load(self._registration_dir, self.ranks):
                 self._register(rank, registration)
+                self._wake_coordinator &= not speaks_033(registration)
         self._thread = EngineThread(self._start_transport)
         self._thread.start()
         if self._transport is None:
@@ -186,8 +190,7 @@ class EngineClient:
             raise EngineDead(f"The engine core is dead: {self.dead_reason}.")
         if not self.ready:
             raise EngineUnavailable("The engine core has not registered yet; retry shortly.")
-        error = self._liveness.refusal(rank, time.monotonic())
-        if error is not None:
+        if (error := self._liveness.refusal(rank, time.monotonic())) is not None:
             raise error
 
     # -- requests (pool thread or HTTP hub) -------------------------------------------------
@@ -225,8 +228,16 @@ class EngineClient:
     def abort(self, request_ids: list[str]) -> None:
         """Any thread: abort requests in their engines and forget them (no acknowledgement)."""
         if request_ids and self._thread is not None:
-            ids = list(request_ids)
-            self._call_engine(lambda: self._abort(ids))
+            self._call_engine(lambda ids=list(request_ids): self._abort(ids))
+
+    def abort_external(self, external_ids: list[str]) -> None:
+        """Any thread: abort requests by external id; they end with finish reason ``abort``."""
+        def end() -> None:  # engine-I/O thread
+            streams = self._registry.pop_external(external_ids)
+            self._post_aborts(streams)
+            self._to_hub(lambda: end_aborted(streams))
+        if external_ids and self._thread is not None:
+            self._call_engine(end)
 
     def abort_all(self, error: ApiError) -> None:
         """Any thread: end every request in flight with ``error``, in the engines too, and
@@ -250,7 +261,7 @@ class EngineClient:
         rank = self.ranks[0] if rank is None else rank
         self.check_available(rank)
         call_id, result = self._calls.open()
-        frames = protocol.encode_utility(_identity(rank), self.client_index, call_id, method,
+        frames = protocol.encode_utility(identity(rank), self.client_index, call_id, method,
                                          list(args))
         unbounded = timeout is None
 
@@ -296,15 +307,15 @@ class EngineClient:
             return
         if registry.add(stream, rank):
             self._liveness.became_busy(rank, time.monotonic())
-        frames[0] = _identity(rank)
+        frames[0] = identity(rank)
         rid = stream.request_id
         self._transport.post(frames, lambda error: self._on_add_failed(rid, error))
-        if self._coordinator_address and not self.engines_running:
+        if self._coordinator_address and not self.engines_running and self._wake_coordinator:
             # 0.32: the first request of an idle DP deployment tells the coordinator to start a
             # wave on every engine (docs/engine-protocol.md §7.2.4); the 2-byte identity as bin means "wake everyone".
             self.engines_running = True
             self._transport.post_coordinator(
-                msgspec.msgpack.encode([_identity(rank), self.current_wave]))
+                msgspec.msgpack.encode([identity(rank), self.current_wave]))
 
     def _admitted(self, group: Group) -> ApiError | None:
         """The queue limits' verdict on ``group`` (decided by its first request)."""
@@ -315,8 +326,7 @@ class EngineClient:
         return copy.copy(rejection) if rejection is not None else None
 
     def _abort(self, request_ids: list[str]) -> None:
-        popped = (self._registry.pop(rid) for rid in request_ids)
-        self._post_aborts([stream for stream in popped if stream is not None])
+        self._post_aborts([s for s in map(self._registry.pop, request_ids) if s is not None])
 
     def _post_aborts(self, streams: list[RequestStream]) -> None:
         """One ABORT per engine for ``streams`` (the engines send nothing back for it)."""
@@ -324,7 +334,7 @@ class EngineClient:
         for stream in streams:
             by_rank.setdefault(stream.engine_rank, []).append(stream.request_id)
         for rank, ids in by_rank.items():
-            self._transport.post(protocol.encode_abort(_identity(rank), ids))
+            self._transport.post(protocol.encode_abort(identity(rank), ids))
 
     def _on_add_failed(self, request_id: str, error: Exception) -> None:
         stream = self._registry.pop(request_id)
@@ -373,7 +383,7 @@ class EngineClient:
             to_ping, stalled = liveness.check(time.monotonic(), self._registry.outstanding)
             for rank in to_ping:
                 self._transport.post(protocol.encode_utility(
-                    _identity(rank), self.client_index, self._calls.ping(rank), PING_METHOD, []))
+                    identity(rank), self.client_index, self._calls.ping(rank), PING_METHOD, []))
             for rank in stalled:
                 self._on_stalled(rank)
 
@@ -397,6 +407,7 @@ class EngineClient:
             log.exception("undecodable registration from engine %d", rank)
             return
         self._heard(rank)
+        self._wake_coordinator &= not speaks_033(registration)
         if self._registration_dir:
             shared_registrations.save(self._registration_dir, rank, payload)
         self._to_hub(lambda: self._register(rank, registration))
@@ -437,7 +448,3 @@ class EngineClient:
 
     def _to_hub(self, fn: Callable[[], None]) -> None:
         self._hub_inbox.post(fn)
-
-
-def _identity(rank: int) -> bytes:
-    return rank.to_bytes(2, "little")

@@ -33,10 +33,13 @@ log = logging.getLogger("greenfront.offload")
 #: The paths whose work is CPU-heavy (tokenization, templates). Everything else stays in the hub.
 OFFLOADED_PATHS = frozenset({
     "/v1/chat/completions",
+    "/v1/messages",
+    "/v1/messages/count_tokens",
     "/v1/completions",
     "/tokenize",
     "/detokenize",
     "/inference/v1/generate",
+    "/v1/responses",
 })
 
 _READ_CHUNK = 1 << 20

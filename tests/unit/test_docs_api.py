@@ -25,6 +25,8 @@ SECTIONS = {
     "SamplingParams": ("8",),
     "LoadLoRAAdapterRequest": ("9",),
     "UnloadLoRAAdapterRequest": ("9",),
+    "AnthropicMessagesRequest": ("13",),
+    "AnthropicCountTokensRequest": ("13",),
 }
 NOT_BUILT = "11"
 
