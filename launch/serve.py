@@ -31,6 +31,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     """The ``serve`` sub-command, with one flag per honoured option of the table."""
     serve = commands.add_parser(
         "serve", help="serve standalone (with the simulator or external engines)",
+        # No abbreviations: `--grpc` (refused) must not be taken as `--grpc-port`.
+        allow_abbrev=False,
         description="greenfront serve MODEL [options]: vllm serve's frontend options.")
     serve.add_argument("model_tag", metavar="MODEL", help="model directory or hub id")
     serve.add_argument("--host", default=None)
