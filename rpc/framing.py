@@ -15,8 +15,8 @@ from rpc.status import Code, RpcError
 
 _PREFIX = struct.Struct(">BI")
 PREFIX_SIZE = _PREFIX.size
-#: gRPC's default limit on a received message (grpcio and tonic both use 4 MiB).
-MAX_RECEIVE_BYTES = 4 * 1024 * 1024
+#: The largest request message taken: vLLM's Rust frontend's limit (its HTTP body limit).
+MAX_RECEIVE_BYTES = 32 * 1024 * 1024
 
 _UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
 

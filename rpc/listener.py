@@ -25,7 +25,9 @@ def open_listener(config: Config) -> Config:
     if config.grpc_listen_fd is not None:
         sock = socket.socket(fileno=config.grpc_listen_fd)
     elif config.grpc_port:
-        bind = "" if config.bind.startswith(("fd://", "unix:")) else config.bind
+        # A Unix-socket HTTP bind: gRPC on IPv4 loopback, as vllm serve places it then.
+        bind = ("127.0.0.1:0" if config.bind.startswith("unix:") else
+                "" if config.bind.startswith("fd://") else config.bind)
         host = bind.rsplit(":", 1)[0].strip("[]") if ":" in bind else bind
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)

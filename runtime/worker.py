@@ -47,6 +47,8 @@ class Listener:
 
     fd: int
     handle: Callable[[Any, Any], None]
+    #: With TLS on (the HTTP side's certificate): the ALPN protocols it offers (gRPC: h2).
+    alpn: tuple[str, ...] = ("h2",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,8 +127,13 @@ class GreenfrontWorker(GeventWorker):
             self._servers.append(server)
         for listener in self.serving.listeners:
             sock = gevent.socket.socket(fileno=listener.fd)
+            tls = {}
+            if self.cfg.is_ssl:  # the HTTP side's certificate, and the protocol it names
+                context = ssl_context(self.cfg)
+                context.set_alpn_protocols(list(listener.alpn))
+                tls = {"ssl_context": context}
             server = PromptStartServer(sock, handle=listener.handle,
-                                       spawn=Pool(self.worker_connections))
+                                       spawn=Pool(self.worker_connections), **tls)
             server.start()
             self._servers.append(server)
         try:

@@ -199,3 +199,21 @@ def test_threads_share_the_channel(client):
     for t in threads:
         t.join()
     assert errors == []
+
+
+def _successes(server) -> float:
+    import re
+
+    import requests
+
+    text = requests.get(server.url + "/metrics", timeout=5).text
+    found = re.search(r'^vllm:request_success_total\{[^}]*finished_reason="length"[^}]*\} (\S+)$',
+                      text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_generations_count_in_the_metrics(grpc_server, client):
+    before = _successes(grpc_server)
+    client.call(GEN, request(stopping=pb.StoppingCriteria(max_new_tokens=2)))
+    client.call(STREAM, request(stopping=pb.StoppingCriteria(max_new_tokens=2)))
+    assert wait_for(lambda: _successes(grpc_server) >= before + 2, timeout=10)
