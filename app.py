@@ -23,6 +23,7 @@ from middleware.load_tracking import LoadTracking
 from middleware.offload import OffloadMiddleware
 from middleware.root_path import RootPath
 from middleware.task_routes import TaskRoutes
+from resources.abort_requests import AbortRequestsResource
 from resources.admin import register_admin_routes
 from resources.admin.lora import load_static_modules
 from resources.chat.resource import ChatCompletionsResource
@@ -35,9 +36,15 @@ from resources.pooling.resource import PoolingResource
 from resources.score.resource import RerankResource, ScoreResource
 from resources.health import (HealthResource, LoadResource, MetricsResource, ReadyResource,
                               VersionResource)
+from resources.health import (HealthResource, KvEventSourcesResource, LoadResource,
+                              MetricsResource, ReadyResource, VersionResource)
+from resources.messages.resource import CountTokensResource, MessagesResource
 from resources.models import ModelsResource
+from resources.responses.resource import ResponsesResource
+from resources.responses.stored import CancelResponseResource, StoredResponseResource
 from resources.openapi import OpenApiResource
 from resources.tokenize.resource import DetokenizeResource, TokenizeResource
+from resources.tokenizer_info import TokenizerInfoResource
 from runtime import shutdown
 from runtime.request_pool import get_pool
 from runtime.lora_registry import lora_registry
@@ -65,12 +72,18 @@ def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
     app.add_route("/ready", ReadyResource(state))
     app.add_route("/version", VersionResource(state))
     app.add_route("/load", LoadResource(state))
+    app.add_route("/kv_event_sources", KvEventSourcesResource(state))
     app.add_route("/metrics", MetricsResource(state))
     app.add_route("/v1/models", ModelsResource(state))
     app.add_route("/openapi.json", OpenApiResource(app, root_path=config.root_path))
     # OpenAI API and vLLM's tokenizer routes: offloaded to the request pool.
     app.add_route("/v1/completions", CompletionsResource(state))
     app.add_route("/v1/chat/completions", ChatCompletionsResource(state))
+    app.add_route("/v1/responses", ResponsesResource(state))
+    app.add_route("/v1/responses/{response_id}", StoredResponseResource(config))
+    app.add_route("/v1/responses/{response_id}/cancel", CancelResponseResource(config))
+    app.add_route("/v1/messages", MessagesResource(state))
+    app.add_route("/v1/messages/count_tokens", CountTokensResource(state))
     app.add_route("/tokenize", TokenizeResource(state))
     app.add_route("/detokenize", DetokenizeResource(state))
     app.add_route("/inference/v1/generate", GenerateResource(state))
@@ -83,6 +96,9 @@ def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
         app.add_route(path, ScoreResource(state))
     for path in ("/rerank", "/v1/rerank", "/v2/rerank"):
         app.add_route(path, RerankResource(state))
+    app.add_route("/inference/v1/abort_requests", AbortRequestsResource(state))
+    if config.enable_tokenizer_info_endpoint:
+        app.add_route("/tokenizer_info", TokenizerInfoResource(state))
     # Dev-mode and LoRA routes (utility calls to the engines), each behind its vLLM switch.
     register_admin_routes(app, state, config)
     if config.lora_modules:

@@ -31,7 +31,10 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
+from base.frontend_options import FrontendOptions
 from base.host import WORKERS_CAP, default_worker_count, local_model_dir, reachable_host
+from base.parity_settings import ParitySettings
+from base.responses_settings import ResponsesSettings
 from base.settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
     REQUEST_THREADS_CAP, Setting, boolean, capped_threads, choice, fingerprint, gc_thresholds,
     generation_config, json_object, json_strings, lora_module_list, names, niceness,
@@ -52,7 +55,7 @@ DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(FrontendOptions, ParitySettings, ResponsesSettings):
     """Every setting of greenfront, each declared once (docs/settings.md's table is made from
     these)."""
 

@@ -24,6 +24,9 @@ class ApiError(Exception):
     type: str = "InternalServerError"
     #: Extra response headers (``Retry-After`` on an admission refusal).
     headers: tuple[tuple[str, str], ...] = ()
+    #: The API whose envelope the error is written in: None (not decided) and "openai" give
+    #: OpenAI's, "anthropic" Anthropic's (``/v1/messages``' handler errors, as vLLM answers them).
+    envelope: str | None = None
 
     def __init__(self, message: str, *, param: str | None = None, value: Any = None,
                  show_value: bool = False) -> None:
@@ -41,8 +44,17 @@ class ApiError(Exception):
         self.param = param
 
     def to_envelope(self) -> dict[str, Any]:
+        if self.envelope == "anthropic":
+            return {"type": "error", "error": {"type": self.type, "message": self.message}}
         return {"error": {"message": self.message, "type": self.type, "param": self.param,
                           "code": self.status}}
+
+
+def in_envelope(error: ApiError, envelope: str) -> ApiError:
+    """``error`` written in ``envelope`` unless an earlier stage already chose one."""
+    if error.envelope is None:
+        error.envelope = envelope
+    return error
 
 
 class InvalidRequest(ApiError):
@@ -102,3 +114,21 @@ class EngineStalled(EngineUnavailable):
 class EngineDead(EngineUnavailable):
     def __init__(self, message: str = "The engine core has died; the server cannot serve requests.") -> None:
         super().__init__(message)
+
+
+def engine_request_error(error: Any) -> ApiError:
+    """The answer to an output that finished with ERROR (docs/vllm-versions.md §2).
+
+    ``error`` is vLLM 0.33's ``{code, message, retryable}`` (None from 0.32 engines, which
+    carry no reason): ``validation_error`` is the client's fault (400, the engine's message), a
+    retryable error (``engine_paused``) a 503 with the engine's message, anything else vLLM's
+    fixed 500.
+    """
+    if isinstance(error, dict):
+        message = error.get("message")
+        message = message if isinstance(message, str) and message else "Internal server error"
+        if error.get("code") == "validation_error":
+            return InvalidRequest(message)
+        if error.get("retryable") is True:
+            return EngineUnavailable(message)
+    return ServerError("Internal server error")

@@ -12,8 +12,7 @@ Which thread owns what:
   state (``current_wave``, ``engines_running``), ``dead_reason``, and every send (the
   transport's one sender greenlet).
 - HTTP hub: registrations (``engine.registrations``), ``ready``, ``max_model_len``,
-  ``supported_tasks``, pending
-  utility calls (``engine.utility_calls``; the pings there are the engine-I/O thread's).
+  ``supported_tasks``, pending utility calls (``engine.utility_calls``; not the pings).
 - Other threads only read what the owners publish by whole-value stores: ``ready``,
   ``dead_reason``, ``current_wave``, ``in_flight``, ``stalled_ranks``.
 
@@ -32,13 +31,13 @@ import gevent.event
 import msgspec
 
 from engine import protocol, shared_registrations, tasks
-from engine.protocol import identity_for_rank as _identity
+from engine.protocol import identity_for_rank as identity
 from engine.admission import Admission, Group
 from engine.liveness import Liveness
-from engine.registrations import Registrations
+from engine.registrations import Registrations, speaks_033
 from engine.registry import RequestRegistry
 from engine.request_stats import RequestTiming
-from engine.stream import RequestStream, Waker, deliver_all, fail_all
+from engine.stream import RequestStream, Waker, deliver_all, end_aborted, fail_all
 from engine.transport import Transport
 from engine.utility_calls import PING_METHOD, UtilityCalls
 from base.errors import (ApiError, EngineDead, EngineStalled, EngineUnavailable, InvalidRequest,
@@ -73,8 +72,7 @@ class EngineClient:
                  input_fd: int | None = None, output_fd: int | None = None,
                  coordinator_address: str = "", on_dead: Callable[[str], None] | None = None,
                  on_ready: Callable[[], None] | None = None, observer: Any = None,
-                 stall_timeout: float = 0.0,
-                 worker_slot: int = 0, worker_count: int = 1,
+                 stall_timeout: float = 0.0, worker_slot: int = 0, worker_count: int = 1,
                  admission: Admission | None = None,
                  on_rejected: Callable[[str], None] | None = None) -> None:
         self.client_index = client_index
@@ -94,6 +92,8 @@ class EngineClient:
         # DP coordinator view (docs/engine-protocol.md §7.2): the current wave, and whether the engines are running one.
         self.current_wave = 0
         self.engines_running = True
+        # Engine-I/O thread: only 0.32 coordinators take the wake-up (0.33 ones log it as an error).
+        self._wake_coordinator = True
         self._registrations = Registrations(self.ranks, max_model_len_cap)
         self.registrations = self._registrations.by_rank  # HTTP hub: rank -> registration
         self.ready = False
@@ -120,13 +120,14 @@ class EngineClient:
         if self._registration_dir:
             for rank, registration in shared_registrations.load(self._registration_dir, self.ranks):
                 self._register(rank, registration)
+                self._wake_coordinator &= not speaks_033(registration)
         self._thread = EngineThread(self._start_transport)
         self._thread.start()
         if self._transport is None:
             inputs, outputs = self._addresses[:2]
             raise RuntimeError(f"the engine I/O thread could not bind its sockets ({inputs}, "
-                               f"{outputs}); the error is logged above. With a TCP handshake "
-                               "address the two ports per worker after it must be free.")
+                               f"{outputs}; logged above); a TCP handshake address needs the two "
+                               "ports per worker after it free.")
 
     def _start_transport(self, thread: EngineThread) -> None:
         """Engine-I/O thread: bind the sockets, start the liveness watch."""
@@ -146,7 +147,6 @@ class EngineClient:
         if thread is None:
             return
         self._thread = None
-
         def _close() -> None:
             if transport is not None:
                 try:
@@ -177,16 +177,14 @@ class EngineClient:
         return self._liveness.longest_silence(time.monotonic())
 
     def check_available(self, rank: int | None = None) -> None:
-        """Any thread: raise the 503 a request (pinned to ``rank``) gets when the engines cannot
-        take it."""
+        """Any thread: raise the 503 of a request (pinned to ``rank``) the engines cannot take."""
         if self.closed_error is not None:
             raise copy.copy(self.closed_error)
         if self.dead_reason is not None:
             raise EngineDead(f"The engine core is dead: {self.dead_reason}.")
         if not self.ready:
             raise EngineUnavailable("The engine core has not registered yet; retry shortly.")
-        error = self._liveness.refusal(rank, time.monotonic())
-        if error is not None:
+        if (error := self._liveness.refusal(rank, time.monotonic())) is not None:
             raise error
 
     # -- requests (pool thread or HTTP hub) -------------------------------------------------
@@ -224,8 +222,16 @@ class EngineClient:
     def abort(self, request_ids: list[str]) -> None:
         """Any thread: abort requests in their engines and forget them (no acknowledgement)."""
         if request_ids and self._thread is not None:
-            ids = list(request_ids)
-            self._call_engine(lambda: self._abort(ids))
+            self._call_engine(lambda ids=list(request_ids): self._abort(ids))
+
+    def abort_external(self, external_ids: list[str]) -> None:
+        """Any thread: abort requests by external id; they end with finish reason ``abort``."""
+        def end() -> None:  # engine-I/O thread
+            streams = self._registry.pop_external(external_ids)
+            self._post_aborts(streams)
+            self._to_hub(lambda: end_aborted(streams))
+        if external_ids and self._thread is not None:
+            self._call_engine(end)
 
     def abort_all(self, error: ApiError) -> None:
         """Any thread: end every request in flight with ``error``, in the engines too, and
@@ -247,12 +253,11 @@ class EngineClient:
         timeout (sleep, LoRA loads, collective RPCs) may keep the engine busy for long: its
         rank's stall watch is suspended meanwhile."""
         rank = self.ranks[0] if rank is None else rank
-        self.check_available(rank)
-        return self._call_utility(method, args, rank, timeout)
-
-    def _call_utility(self, method: str, args: Any, rank: int, timeout: float | None) -> Any:
+        if method != tasks.SUPPORTED_TASKS_METHOD:  # asked before ready (_register)
+            self.check_available(rank)
         call_id, result = self._calls.open()
-        frames = protocol.encode_utility(_identity(rank), self.client_index, call_id, method, [*args])
+        frames = protocol.encode_utility(identity(rank), self.client_index, call_id, method,
+                                         list(args))
         unbounded = timeout is None
 
         def send() -> None:
@@ -297,15 +302,15 @@ class EngineClient:
             return
         if registry.add(stream, rank):
             self._liveness.became_busy(rank, time.monotonic())
-        frames[0] = _identity(rank)
+        frames[0] = identity(rank)
         rid = stream.request_id
         self._transport.post(frames, lambda error: self._on_add_failed(rid, error))
-        if self._coordinator_address and not self.engines_running:
+        if self._coordinator_address and not self.engines_running and self._wake_coordinator:
             # 0.32: the first request of an idle DP deployment tells the coordinator to start a
             # wave on every engine (docs/engine-protocol.md §7.2.4); the 2-byte identity as bin means "wake everyone".
             self.engines_running = True
             self._transport.post_coordinator(
-                msgspec.msgpack.encode([_identity(rank), self.current_wave]))
+                msgspec.msgpack.encode([identity(rank), self.current_wave]))
 
     def _admitted(self, group: Group) -> ApiError | None:
         """The queue limits' verdict on ``group`` (decided by its first request)."""
@@ -316,8 +321,7 @@ class EngineClient:
         return copy.copy(rejection) if rejection is not None else None
 
     def _abort(self, request_ids: list[str]) -> None:
-        popped = (self._registry.pop(rid) for rid in request_ids)
-        self._post_aborts([stream for stream in popped if stream is not None])
+        self._post_aborts([s for s in map(self._registry.pop, request_ids) if s is not None])
 
     def _post_aborts(self, streams: list[RequestStream]) -> None:
         """One ABORT per engine for ``streams`` (the engines send nothing back for it)."""
@@ -325,7 +329,7 @@ class EngineClient:
         for stream in streams:
             by_rank.setdefault(stream.engine_rank, []).append(stream.request_id)
         for rank, ids in by_rank.items():
-            self._transport.post(protocol.encode_abort(_identity(rank), ids))
+            self._transport.post(protocol.encode_abort(identity(rank), ids))
 
     def _on_add_failed(self, request_id: str, error: Exception) -> None:
         stream = self._registry.pop(request_id)
@@ -374,7 +378,7 @@ class EngineClient:
             to_ping, stalled = liveness.check(time.monotonic(), self._registry.outstanding)
             for rank in to_ping:
                 self._transport.post(protocol.encode_utility(
-                    _identity(rank), self.client_index, self._calls.ping(rank), PING_METHOD, []))
+                    identity(rank), self.client_index, self._calls.ping(rank), PING_METHOD, []))
             for rank in stalled:
                 self._on_stalled(rank)
 
@@ -398,6 +402,7 @@ class EngineClient:
             log.exception("undecodable registration from engine %d", rank)
             return
         self._heard(rank)
+        self._wake_coordinator &= not speaks_033(registration)
         if self._registration_dir:
             shared_registrations.save(self._registration_dir, rank, payload)
         self._to_hub(lambda: self._register(rank, registration))
@@ -405,14 +410,11 @@ class EngineClient:
     def _register(self, rank: int, registration: Any) -> None:
         if self._registrations.add(rank, registration):
             self.max_model_len = self._registrations.max_model_len
-            if not self.ready:
-                gevent.spawn(self._discover_tasks)
+            if not self.ready:  # ready once the engines told their tasks (docs/pooling.md §1)
+                gevent.spawn(tasks.discover, self.utility, self._become_ready)
 
-    def _discover_tasks(self) -> None:
-        """HTTP hub: ask what the engines do (a pooling engine registers as a generate engine
-        does, docs/pooling.md §1), then turn ready."""
-        self.supported_tasks = tasks.discover(
-            lambda: self._call_utility(tasks.SUPPORTED_TASKS_METHOD, (), self.ranks[0], 60.0))
+    def _become_ready(self, found: tuple[str, ...]) -> None:
+        self.supported_tasks = found
         if self._on_ready_hook is not None:
             self._on_ready_hook()  # before any request can see ready
         self.ready = True
@@ -446,4 +448,3 @@ class EngineClient:
 
     def _to_hub(self, fn: Callable[[], None]) -> None:
         self._hub_inbox.post(fn)
-

@@ -37,3 +37,13 @@ class Registrations:
         if self._cap:
             lens.append(self._cap)
         return min(lens)
+
+
+def speaks_033(registration: Any) -> bool:
+    """Whether an engine registered as vLLM 0.33 or later (docs/vllm-versions.md): what
+    greenfront does differently for it (pause, DP wake-up) hangs on this."""
+    parts = str(getattr(registration, "vllm_version", "")).split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) >= (0, 33)
+    except (ValueError, IndexError):
+        return False  # a version we cannot read: keep 0.32's behaviour

@@ -98,6 +98,15 @@ class RequestRegistry:
             self._changed()
         return stream
 
+    def pop_external(self, external_ids: Collection[str]) -> list[RequestStream]:
+        """Forget every request whose external id (the internal id without its random suffix;
+        an ``n``-sample request's ``<i>_<id>`` too) is in ``external_ids``; their streams."""
+        wanted = set(external_ids)
+        streams = [s for rid, s in self._streams.items() if _external(rid) in wanted]
+        for stream in streams:
+            self.pop(stream.request_id)
+        return streams
+
     def pop_rank(self, rank: int) -> list[RequestStream]:
         """Forget every request in flight on ``rank`` and return their streams."""
         streams = [s for s in self._streams.values() if s.engine_rank == rank]
@@ -114,3 +123,11 @@ class RequestRegistry:
         self.prefill_tokens = 0
         self._changed()
         return streams
+
+
+def _external(request_id: str) -> str:
+    """``<external>-<suffix>`` → ``<external>``, with an ``n``-sample prefix ``<i>_`` removed
+    (vLLM aborts a parent request's samples by the parent's external id)."""
+    external = request_id.rpartition("-")[0]
+    head, sep, rest = external.partition("_")
+    return rest if sep and head.isdigit() else external

@@ -16,6 +16,7 @@ import gevent.event
 import msgspec
 
 from base.errors import ApiError
+from engine.protocol import EngineCoreOutput, FinishReason
 
 
 class Waker:
@@ -175,6 +176,14 @@ def deliver_all(batch: list[tuple[RequestStream, Any, list | None]],
     """HTTP hub: each (stream, output, aux frames) of one engine step to its stream."""
     for stream, output, frames in batch:
         stream.deliver(output, frames, weight_version)
+
+
+def end_aborted(streams: list[RequestStream]) -> None:
+    """HTTP hub: end requests aborted by name with a last output of no tokens and finish reason
+    ``abort``, which vLLM's output processor makes up for them (the engine sends nothing)."""
+    for stream in streams:
+        stream.deliver(EngineCoreOutput(request_id=stream.request_id, new_token_ids=[],
+                                        finish_reason=FinishReason.ABORT))
 
 
 def fail_all(streams: list[RequestStream], error: ApiError) -> None:

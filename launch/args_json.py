@@ -18,15 +18,23 @@ from base.settings import lora_module_list
 #: vLLM frontend options whose behaviour greenfront does not have. Setting any of them to a
 #: non-default value is refused rather than silently ignored.
 UNSUPPORTED = frozenset({
-    "trust_request_mm_kwargs", "return_tokens_as_token_ids",
-    "exclude_tools_when_tool_choice_none", "tool_strict_level", "tool_server",
-    "enable_per_request_metrics", "sse_keep_alive_interval",
-    "enable_tokenizer_info_endpoint", "enable_log_outputs", "enable_log_deltas",
+    "trust_request_mm_kwargs", "tool_strict_level", "tool_server",
+    "enable_per_request_metrics", "enable_log_outputs", "enable_log_deltas",
     "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
-    "tokens_only", "uds", "enable_ssl_refresh", "ssl_ciphers", "middleware",
+    "tokens_only", "enable_ssl_refresh", "ssl_ciphers", "middleware",
     "disable_access_log_for_endpoints", "skip_tokenizer_init",
     "enable_prompt_embeds", "override_generation_config", "tokenizer_revision",
     "hf_config_path", "enable_flash_late_interaction",
+    # Engine options vLLM's frontend reads too (metrics, tracing, model files, plugins, outputs
+    # greenfront does not return): refused, not passed by (docs/options.md).
+    "custom_histogram_buckets", "hf_overrides", "revision", "code_revision",
+    "otlp_traces_endpoint", "collect_detailed_traces", "reasoning_parser_plugin",
+    "io_processor_plugin", "enable_mfu_metrics", "kv_cache_metrics",
+    "show_hidden_metrics_for_version", "per_request_spec_decode_metrics", "hf_token",
+    "aggregate_engine_logging", "enable_return_routed_experts", "return_sampling_mask",
+    "pooler_config", "h11_max_header_count", "h11_max_incomplete_event_size",
+    # Being built by other work (gRPC); refused until it lands.
+    "grpc", "grpc_port",
 })
 
 
@@ -59,6 +67,39 @@ def _tokenizer_mode(value: Any) -> str | None:
 def _generation_config(value: Any) -> str:
     if value in ("auto", "vllm"):
         return value
+    raise _Refused()
+
+
+def _generate_runner(value: Any) -> str | None:
+    # ``--runner``/``--convert`` other than generation turn the engines into pooling models.
+    if value in ("auto", "generate", "none"):
+        return None
+    raise _Refused()
+
+
+def _one_api_server(value: Any) -> str | None:
+    # greenfront's workers are GREENFRONT_WORKERS; one API server is what it is.
+    if value in (None, 1):
+        return None
+    raise _Refused()
+
+
+def _keep_alive_interval(value: Any) -> str:
+    # vLLM: whole seconds, 0 turns it off, a negative value is an error at start.
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise _Refused()
+    try:
+        seconds = int(value)
+    except ValueError:
+        raise _Refused() from None
+    if seconds < 0:
+        raise _Refused()
+    return str(seconds)
+
+
+def _fingerprint_mode(value: Any) -> str | None:
+    if value in ("full", "hash", "custom", "none"):
+        return None  # applied by _fingerprint, with fingerprint_value
     raise _Refused()
 
 
@@ -159,6 +200,16 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
                                   _structured_outputs_backend),
     "default_chat_template_kwargs": ("GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS", _json_object),
     "tokenizer_mode": ("", _tokenizer_mode),
+    "enable_tokenizer_info_endpoint": ("GREENFRONT_ENABLE_TOKENIZER_INFO_ENDPOINT", _flag),
+    "runner": ("", _generate_runner),
+    "convert": ("", _generate_runner),
+    "api_server_count": ("", _one_api_server),
+    "fingerprint_mode": ("", _fingerprint_mode),
+    "fingerprint_value": ("", lambda v: None),
+    "return_tokens_as_token_ids": ("GREENFRONT_RETURN_TOKENS_AS_TOKEN_IDS", _flag),
+    "exclude_tools_when_tool_choice_none": ("GREENFRONT_EXCLUDE_TOOLS_WHEN_TOOL_CHOICE_NONE",
+                                            _flag),
+    "sse_keep_alive_interval": ("GREENFRONT_SSE_KEEP_ALIVE_INTERVAL", _keep_alive_interval),
 }
 
 #: How ``greenfront serve`` takes an option on its command line when its converter does not
@@ -180,11 +231,20 @@ def arg_kind(name: str) -> str:
 
 #: Frontend options that need no setting: the HTTP socket is inherited, docs do not exist,
 #: greenfront writes no uvicorn access log, /inference/v1/generate (what --enable-scale-out
-#: turns on) is always served, and the rest are read directly from the command line.
+#: turns on) is always served, and the rest are read directly from the command line. Also
+#: vllm serve's own process options (its config file, its DP supervisor), and what only shapes
+#: multimodal input or model code, which a text-only frontend that reads ``tokenizer.json`` has
+#: none of.
 NO_EFFECT = frozenset({"host", "port", "model", "model_tag", "disable_uvicorn_access_log",
-                       "disable_fastapi_docs", "enable_offline_docs", "fingerprint_mode",
-                       "fingerprint_value", "max_log_len", "log_error_stack", "headless",
-                       "enable_scale_out"})
+                       "disable_fastapi_docs", "enable_offline_docs", "max_log_len",
+                       "log_error_stack", "headless", "enable_scale_out", "config",
+                       "data_parallel_supervisor_port", "dp_supervisor_probe_failure_threshold",
+                       "dp_supervisor_probe_interval_s", "dp_supervisor_probe_timeout_s",
+                       "allowed_local_media_path", "allowed_media_domains",
+                       "limit_mm_per_prompt", "media_io_kwargs", "mm_processor_kwargs",
+                       "language_model_only", "trust_remote_code", "renderer_num_workers",
+                       # vllm serve binds the unix socket and hands it over like a TCP one
+                       "uds"})
 
 
 class UnsupportedOptions(ValueError):

@@ -24,7 +24,7 @@ from launch.args_json import (HONOURED, NO_EFFECT, UNSUPPORTED, UnsupportedOptio
 from launch.gunicorn_exec import absolute_paths, exec_gunicorn
 
 #: Options of ``greenfront serve`` that ``vllm serve`` does not have.
-OWN = ("engine", "handshake_address", "workers", "data_parallel_size")
+OWN = ("engine", "handshake_address", "workers", "data_parallel_size", "uds")
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -35,6 +35,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     serve.add_argument("model_tag", metavar="MODEL", help="model directory or hub id")
     serve.add_argument("--host", default=None)
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--uds", default=None, metavar="PATH",
+                       help="serve HTTP on this unix socket instead of --host/--port")
     serve.add_argument("--engine", choices=("sim", "external"), default=None,
                        help="sim (default): start the built-in simulator; external: wait for "
                             "engines (vllm serve --headless) on --handshake-address")
@@ -48,6 +50,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         kind = arg_kind(name)
         if kind == "flag":
             serve.add_argument(flag, dest=name, action="store_true", default=None)
+            # vLLM's switches take --no-X too (argparse's BooleanOptionalAction).
+            serve.add_argument("--no-" + flag[2:], dest=name, action="store_false",
+                               default=None)
         elif kind == "list":
             serve.add_argument(flag, dest=name, nargs="+", default=None)
         elif kind == "json":
@@ -93,6 +98,8 @@ def serve_settings(ns: argparse.Namespace, extra: list[str]) -> dict[str, str]:
     absolute_paths(settings)
     host = ns.host if ns.host is not None else "0.0.0.0"
     settings["GREENFRONT_BIND"] = f"[{host}]:{ns.port}" if ":" in host else f"{host}:{ns.port}"
+    if ns.uds is not None:  # as vLLM: the unix socket only, no TCP port
+        settings["GREENFRONT_BIND"] = f"unix:{ns.uds}"
     for value, name in ((ns.engine, "GREENFRONT_ENGINE"),
                         (ns.handshake_address, "GREENFRONT_HANDSHAKE_ADDRESS"),
                         (ns.workers, "GREENFRONT_WORKERS"),

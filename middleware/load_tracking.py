@@ -2,7 +2,9 @@
 
 As vLLM 0.32's ``load_aware_call``: a POST to ``/v1/completions`` or ``/v1/chat/completions``
 counts from when the worker takes it until its response's last byte (a request with ``n``
-samples counts once); ``/load`` answers this worker's count (``WorkerState.tracked_requests``).
+samples counts once); ``/load`` answers the deployment's count: this worker's
+(``WorkerState.tracked_requests``) plus the other workers' (shared as the admission limits share
+theirs, ``WorkerState.server_load``; ``docs/parity.md`` §5).
 Without the option vLLM's ``/load`` always answers 0; greenfront's then answers the engine
 requests this worker has in flight.
 
@@ -28,9 +30,9 @@ class LoadTracking:
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         if environ.get("REQUEST_METHOD") != "POST" or environ.get("PATH_INFO") not in TRACKED:
             return self._app(environ, start_response)
-        self._state.tracked_requests += 1
+        self._state.track_load(+1)
         return counted_call(self._app, environ, start_response, self._leave)
 
     def _leave(self) -> None:
-        self._state.tracked_requests -= 1
+        self._state.track_load(-1)
 

@@ -33,6 +33,8 @@ log = logging.getLogger("greenfront.offload")
 #: The paths whose work is CPU-heavy (tokenization, templates). Everything else stays in the hub.
 OFFLOADED_PATHS = frozenset({
     "/v1/chat/completions",
+    "/v1/messages",
+    "/v1/messages/count_tokens",
     "/v1/completions",
     "/tokenize",
     "/detokenize",
@@ -40,6 +42,7 @@ OFFLOADED_PATHS = frozenset({
     # Pooling routes (docs/pooling.md): batches of inputs tokenized in the pool.
     "/v1/embeddings", "/pooling", "/classify", "/score", "/v1/score", "/rerank", "/v1/rerank",
     "/v2/rerank", "/v2/embed",
+    "/v1/responses",
 })
 
 _READ_CHUNK = 1 << 20

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import falcon
 
 from resources.request_body import read_json
-from base.errors import InvalidRequest
+from base.errors import ApiError, InvalidRequest, in_envelope
 from resources.common.output import RequestState
 from resources.common.sse import error_event
 from resources.request_headers import apply_request_headers
@@ -41,6 +41,10 @@ class GenerationResource:
     #: True: vLLM's OpenAI rules for X-Vllm-Priority and X-Session-ID (``request_headers``);
     #: False: /inference/v1/generate's (the session header only).
     openai_headers: bool = True
+    #: The error envelope of everything after the body was parsed (None: OpenAI's; /v1/messages
+    #: answers its handler's errors in Anthropic's) and the stream's error event.
+    error_envelope: str | None = None
+    stream_error_event: Callable[..., bytes] = staticmethod(error_event)
     output_state: Callable[..., Any] = staticmethod(
         lambda prepared, ctx, generation: RequestState(prepared, ctx))
 
@@ -48,10 +52,18 @@ class GenerationResource:
         self._state = state
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = read_json(req)
+        try:
+            self._start(req, resp, body)
+        except ApiError as exc:
+            if self.error_envelope is not None:
+                in_envelope(exc, self.error_envelope)
+            raise
+
+    def _start(self, req: falcon.Request, resp: falcon.Response, body: Any) -> None:
         state = self._state
         ctx = state.serving_context()
-        body = read_json(req)
-        prepared = type(self).prepare(body, ctx, header_request_id=req.get_header("X-Request-Id"))
+        prepared = self.prepare_request(body, ctx, req)
         apply_request_headers(prepared, req, body, from_body=type(self).openai_headers)
         if state.config.log_requests:
             _log_request(prepared)
@@ -71,13 +83,23 @@ class GenerationResource:
         if prepared.stream:
             renderer = type(self).stream_renderer(prepared, ctx)
             resp.content_type = SSE
-            resp.stream = StreamingBody(generation, output_state, renderer, cancel, error_event,
-                                        on_finished)
+            # vLLM sends keep-alive comments on chat and completions streams only.
+            keep_alive = (state.config.sse_keep_alive_interval
+                          if prepared.kind in ("chat", "completion") else 0)
+            resp.stream = StreamingBody(generation, output_state, renderer, cancel,
+                                        type(self).stream_error_event, on_finished,
+                                        self.error_envelope, keep_alive)
         else:
             render = type(self).render_response
             resp.content_type = falcon.MEDIA_JSON
             resp.stream = DeferredBody(generation, output_state,
-                                       lambda st: render(prepared, st), on_finished)
+                                       lambda st: render(prepared, st), on_finished,
+                                       self.error_envelope)
+
+    def prepare_request(self, body: Any, ctx: Any, req: falcon.Request) -> Any:
+        """The prepared request; an endpoint that needs more than ``prepare`` takes (the
+        Responses store) overrides this."""
+        return type(self).prepare(body, ctx, header_request_id=req.get_header("X-Request-Id"))
 
 
 def _log_request(prepared: Any) -> None:

@@ -56,7 +56,10 @@ class ReadyResource:
 
 
 class VersionResource:
-    """The vLLM version the engines report, and greenfront's."""
+    """The vLLM version the engines report, and greenfront's. ``rust_frontend_version`` is the
+    engines' vLLM version too: greenfront stands where vLLM's Rust frontend would, and vLLM's
+    tooling (its own tests under ``VLLM_USE_RUST_FRONTEND=1``) expects the vLLM release there
+    (``docs/parity.md`` §1)."""
 
     def __init__(self, state: WorkerState) -> None:
         self._state = state
@@ -67,23 +70,21 @@ class VersionResource:
         if client is not None and client.registrations:
             engine_version = next(iter(client.registrations.values())).vllm_version
         resp.content_type = falcon.MEDIA_JSON
-        resp.data = jsonio.dumps({"version": engine_version or "0.32.0",
+        version = engine_version or "0.32.0"
+        resp.data = jsonio.dumps({"version": version, "rust_frontend_version": version,
                                   "greenfront_version": VERSION})
 
 
 class LoadResource:
-    """``{"server_load": n}``: this worker's completions and chat requests in flight with
-    ``--enable-server-load-tracking`` (vLLM's count), else its engine requests in flight."""
+    """``{"server_load": n}``: the deployment's completions and chat requests in flight with
+    ``--enable-server-load-tracking`` (vLLM's count), else this worker's engine requests."""
 
     def __init__(self, state: WorkerState) -> None:
         self._state = state
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        state, client = self._state, self._state.client
-        load = (state.tracked_requests if state.config.enable_server_load_tracking else
-                client.in_flight if client else 0)
         resp.content_type = falcon.MEDIA_JSON
-        resp.data = jsonio.dumps({"server_load": load})
+        resp.data = jsonio.dumps({"server_load": self._state.server_load()})
 
 
 class MetricsResource:
@@ -104,9 +105,28 @@ class MetricsResource:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         state = self._state
         accept = req.get_header("Accept") or ""
+        state.flush_metrics()
         if state.config.offload:
             body, content_type = get_pool(state.config).apply(state.metrics.exposition, (accept,))
         else:
             body, content_type = state.metrics.exposition(accept)
         resp.content_type = content_type
         resp.data = body
+
+
+class KvEventSourcesResource:
+    """``GET /kv_event_sources``: each DP rank's ``kv_events_config`` from its registration
+    (the ranks that report one), keyed by the rank as a string, as vLLM 0.33's frontends
+    answer; ``{}`` before the engines registered."""
+
+    def __init__(self, state: WorkerState) -> None:
+        self._state = state
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        client = self._state.client
+        registrations = client.registrations if client is not None else {}
+        sources = {str(r.data_parallel_rank): r.kv_events_config
+                   for _, r in sorted(registrations.items())
+                   if r.kv_events_config is not None}
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = jsonio.dumps(sources)

@@ -47,6 +47,8 @@ class ServingContext:
         stream_interval: ``--stream-interval`` (the server-wide one; requests may raise it).
         enable_force_include_usage: ``--enable-force-include-usage``.
         enable_prompt_tokens_details: ``--enable-prompt-tokens-details``.
+        return_tokens_as_token_ids: ``--return-tokens-as-token-ids`` (a request's own field wins).
+        exclude_tools_when_tool_choice_none: ``--exclude-tools-when-tool-choice-none``.
         default_chat_template_kwargs: ``--default-chat-template-kwargs``
             (``GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS``).
         max_stop_strings: ``VLLM_MAX_STOP_STRINGS``.
@@ -76,6 +78,8 @@ class ServingContext:
     stream_interval: int = 1
     enable_force_include_usage: bool = False
     enable_prompt_tokens_details: bool = False
+    return_tokens_as_token_ids: bool = False
+    exclude_tools_when_tool_choice_none: bool = False
     default_chat_template_kwargs: dict | None = None
     max_stop_strings: int = 4
     max_n: int = 16384
@@ -89,6 +93,11 @@ class ServingContext:
     def model_name(self) -> str:
         """The name responses carry in ``model`` when the request names no adapter."""
         return self.served_model_names[0]
+
+    def tokens_as_ids(self, requested: bool | None) -> bool:
+        """Whether logprob tokens are ``token_id:N``: the request's own field, else the server's
+        ``--return-tokens-as-token-ids``."""
+        return self.return_tokens_as_token_ids if requested is None else requested
 
     def response_model(self, lora: LoRARequest | None) -> str:
         """The ``model`` of a response: the adapter's name, else the first served name (vLLM's

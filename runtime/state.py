@@ -27,8 +27,12 @@ from runtime.metrics import Metrics
 from runtime.readiness import Readiness
 from runtime.request_pool import get_pool, shutdown_pool
 from runtime.serving_context import ServingContext
+from runtime.worker_bus import WorkerBus
 
 log = logging.getLogger("greenfront.state")
+
+#: Longest a scrape waits for a worker's engine-I/O thread to hand over its pending figures.
+FLUSH_WAIT = 0.5
 
 
 class WorkerState:
@@ -46,6 +50,10 @@ class WorkerState:
         self.chat_template = None
         self.output_parsers = None
         self.client: EngineClient | None = None
+        #: ``--enable-server-load-tracking`` with several workers: each worker's count, shared.
+        self._load_counts: SharedCounts | None = None
+        #: The other workers of the deployment (``runtime.worker_bus``); None with one worker.
+        self.bus: WorkerBus | None = None
         self._context = None
         self.started_at: float = 0.0
         self.metrics = Metrics(config.model_names[0], config.metrics_flush_interval)
@@ -77,6 +85,10 @@ class WorkerState:
         get_pool(cfg)
         self.client = self._make_client()
         self.client.start()
+        self._start_bus()
+        if cfg.enable_server_load_tracking and cfg.worker_count > 1 and cfg.run_dir:
+            self._load_counts = SharedCounts(os.path.join(cfg.run_dir, "load.counts"),
+                                             cfg.worker_slot)
         gevent.spawn(self._watch_registration)
         self.hub_lag.start()
         self.metrics.start_flushing()
@@ -90,6 +102,17 @@ class WorkerState:
         log.info("worker %d: slot %d, tokenizer backend %s, %d request threads, offload %s",
                  self.pid, cfg.worker_slot, self.tokenizer.backend, cfg.request_threads,
                  "on" if cfg.offload else "off")
+
+    def _start_bus(self) -> None:
+        """The worker bus, when other workers share the deployment: they abort requests named
+        to any worker (``resources/abort_requests.py``)."""
+        cfg = self.config
+        if cfg.worker_count < 2 or not cfg.run_dir:
+            return
+        self.bus = WorkerBus(cfg.run_dir, cfg.worker_slot, cfg.worker_count)
+        self.bus.on("abort", self.client.abort_external)
+        self.bus.on("flush_metrics", lambda _: self.metrics.flush_now(FLUSH_WAIT))
+        self.bus.start()
 
     def _load_output_parsers(self):
         """The configured tool-call and reasoning parsers (checked against the vocabulary, which
@@ -182,9 +205,34 @@ class WorkerState:
         self.readiness.set_draining()
         self.hub_lag.stop()
         self.metrics.stop()
+        if self.bus is not None:
+            self.bus.stop()
         if self.client is not None:
             self.client.stop()
         shutdown_pool()
+
+    def flush_metrics(self) -> None:
+        """HTTP hub, before a scrape: every worker writes what it gathered so far, so the
+        scrape shows the deployment's figures up to now, not as of each one's last periodic
+        flush (``docs/parity.md`` §6)."""
+        self.metrics.flush_now(FLUSH_WAIT)
+        if self.bus is not None:
+            self.bus.ask("flush_metrics", None, 2 * FLUSH_WAIT)
+
+    # -- /load (HTTP hub) --------------------------------------------------------------------
+    def track_load(self, delta: int) -> None:
+        """A tracked request came (+1) or left (-1) (``middleware.load_tracking``)."""
+        self.tracked_requests += delta
+        if self._load_counts is not None:
+            self._load_counts.publish(self.tracked_requests, 0)
+
+    def server_load(self) -> int:
+        """``/load``: with load tracking the deployment's tracked requests (every worker's, as
+        the admission limits count them), else this worker's engine requests in flight."""
+        if not self.config.enable_server_load_tracking:
+            return self.client.in_flight if self.client else 0
+        others = self._load_counts.others()[0] if self._load_counts is not None else 0
+        return self.tracked_requests + others
 
     # -- serving ----------------------------------------------------------------------------
     def serving_context(self) -> ServingContext:
@@ -217,6 +265,8 @@ class WorkerState:
             stream_interval=cfg.stream_interval,
             enable_force_include_usage=cfg.enable_force_include_usage,
             enable_prompt_tokens_details=cfg.enable_prompt_tokens_details,
+            return_tokens_as_token_ids=cfg.return_tokens_as_token_ids,
+            exclude_tools_when_tool_choice_none=cfg.exclude_tools_when_tool_choice_none,
             max_stop_strings=cfg.max_stop_strings,
             max_n=cfg.max_n,
             max_completion_prompts=cfg.max_completion_prompts,

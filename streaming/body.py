@@ -12,12 +12,14 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Iterator, Protocol
 
-from base.errors import ApiError
+from base.errors import ApiError, in_envelope
 from runtime.cancellation import Cancellation
 from streaming.error_response import http_parts, status_line
 from streaming.submit import Generation
 
 log = logging.getLogger("greenfront.body")
+#: vLLM's SSE keep-alive comment (``--sse-keep-alive-interval``).
+KEEP_ALIVE = b": keep-alive\n\n"
 
 
 class Delta(Protocol):
@@ -56,21 +58,29 @@ class _Pump:
     """Moves outputs from the generation's streams into the request state."""
 
     def __init__(self, generation: Generation, state: OutputState, cancel: Cancellation,
-                 on_finished: Callable[[Any], None] | None = None) -> None:
+                 on_finished: Callable[[Any], None] | None = None,
+                 error_envelope: str | None = None) -> None:
         self.generation = generation
+        self._envelope = error_envelope
         self.state = state
         self.cancel = cancel
         self.error: ApiError | None = None
         self._on_finished = on_finished
+        #: the last ``step`` waited ``timeout`` seconds and nothing came
+        self.idle = False
 
-    def step(self, on_delta: Callable[[int, Delta], None]) -> bool:
-        """Wait for outputs, apply them; False once there is nothing more to wait for."""
+    def step(self, on_delta: Callable[[int, Delta], None], timeout: float | None = None) -> bool:
+        """Wait (at most ``timeout`` seconds) for outputs, apply them; False once there is
+        nothing more to wait for."""
         generation = self.generation
         items, error = generation.collect()
+        self.idle = False
         if not items and error is None:
             if generation.finished or self.cancel.cancelled:
                 return False
-            generation.waker.wait()
+            if not generation.waker.wait(timeout):
+                self.idle = True
+                return True
             items, error = generation.collect()
         for index, output, frames in items:
             try:
@@ -84,7 +94,7 @@ class _Pump:
                 generation.streams[index].abort()
             on_delta(index, delta)
         if error is not None:
-            self.error = error
+            self.error = error if self._envelope is None else in_envelope(error, self._envelope)
             generation.abort()
             return False
         if self._on_finished is not None and self.state.all_finished:
@@ -105,10 +115,13 @@ class StreamingBody:
 
     def __init__(self, generation: Generation, state: OutputState, renderer: StreamRenderer,
                  cancel: Cancellation, error_event: Callable[[ApiError], bytes],
-                 on_finished: Callable[[Any], None] | None = None) -> None:
-        self._pump = _Pump(generation, state, cancel, on_finished)
+                 on_finished: Callable[[Any], None] | None = None,
+                 error_envelope: str | None = None, keep_alive: float = 0) -> None:
+        self._pump = _Pump(generation, state, cancel, on_finished, error_envelope)
         self._renderer = renderer
         self._error_event = error_event
+        # --sse-keep-alive-interval: a comment line when no chunk came for this long (0: off).
+        self._keep_alive = keep_alive if keep_alive > 0 else None
 
     def _on_cancel(self) -> None:
         self._pump.generation.abort()
@@ -121,11 +134,14 @@ class StreamingBody:
         frames: list[bytes] = []
         on_delta = lambda index, delta: frames.append(renderer.chunk(index, delta, state))  # noqa: E731
         started = False
-        while not state.all_finished and pump.step(on_delta):
+        while not state.all_finished and pump.step(on_delta, self._keep_alive):
             if frames and not state.all_finished:
                 started = True
                 yield b"".join(frames)
                 frames.clear()
+            elif pump.idle:
+                started = True  # the 200 goes out with the first keep-alive
+                yield KEEP_ALIVE
         if pump.error is not None:
             if not started and not frames:
                 self.error_before_start = pump.error
@@ -148,8 +164,10 @@ class DeferredBody:
 
     def __init__(self, generation: Generation, state: OutputState,
                  render: Callable[[Any], bytes],
-                 on_finished: Callable[[Any], None] | None = None) -> None:
+                 on_finished: Callable[[Any], None] | None = None,
+                 error_envelope: str | None = None) -> None:
         self._generation = generation
+        self._envelope = error_envelope
         self._state = state
         self._render = render
         self._on_finished = on_finished
@@ -162,7 +180,7 @@ class DeferredBody:
             generation.abort()
             generation.waker.wake()
         cancel.on_cancel(on_cancel)
-        pump = _Pump(generation, self._state, cancel, self._on_finished)
+        pump = _Pump(generation, self._state, cancel, self._on_finished, self._envelope)
         try:
             while not self._state.all_finished and pump.step(_ignore):
                 pass

@@ -28,7 +28,7 @@ Registration: --max-model-len 4096, --num-gpu-blocks 16384, --block-size 16,
 --data-parallel-size 1, --vllm-version 0.32.0 (0.32.x sends 18-element
 EngineCoreOutput arrays, later versions 19 and accept ``pause_generation``),
 --dtype bfloat16, --enable-lora (supports_lora=true, --max-loras 4),
---enable-sleep-mode.
+--enable-sleep-mode, --kv-events-endpoint ADDR (a kv_events_config naming a ZMQ publisher there).
 
 Timing: --ttft-ms 20 (first-token delay after arrival), --prefill-us-per-token 0
 (extra first-token delay per prompt token), --itl-ms 10 (step interval; every
@@ -62,7 +62,8 @@ user's ``vllm_xargs`` through):
                    ``_eos_token_id``, else cycle through them again (``--script-tokens``
                    gives every request without ``sim_tokens`` such a list)
   sim_error_after  int: after N tokens finish with ERROR (finish_reason 3, no
-                   tokens; 0.33+ also sets ``error``)
+                   tokens; 0.33+ also sets ``error``: code ``sim_error_code``, default
+                   "sim_error"; retryable when that is "engine_paused")
 A request whose ``extra_args.kv_transfer_params`` has ``do_remote_decode`` (a P/D prefill
 request) finishes with a KV connector's answer in ``kv_transfer_params``
 (``request.kv_transfer_answer``, the NIXL connector's shape).

@@ -33,6 +33,7 @@ class SimConfig:
     enable_lora: bool = False
     max_loras: int = 4
     enable_sleep_mode: bool = False
+    kv_events_endpoint: str | None = None
     ttft_ms: float = 20.0
     prefill_us_per_token: float = 0.0
     itl_ms: float = 10.0
@@ -99,6 +100,8 @@ def _build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--enable-lora", action="store_true")
     reg.add_argument("--max-loras", type=int, default=4)
     reg.add_argument("--enable-sleep-mode", action="store_true")
+    reg.add_argument("--kv-events-endpoint", default=None,
+                     help="report a KV-events ZMQ publisher at this endpoint in the registration")
     tim = p.add_argument_group("timing")
     tim.add_argument("--ttft-ms", type=float, default=20.0)
     tim.add_argument("--prefill-us-per-token", type=float, default=0.0)
@@ -155,6 +158,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SimConfig:
         enable_lora=ns.enable_lora,
         max_loras=ns.max_loras,
         enable_sleep_mode=ns.enable_sleep_mode,
+        kv_events_endpoint=ns.kv_events_endpoint,
         ttft_ms=ns.ttft_ms,
         prefill_us_per_token=ns.prefill_us_per_token,
         itl_ms=ns.itl_ms,

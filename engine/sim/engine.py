@@ -366,6 +366,9 @@ class SimEngine:
             return
         if lora is not None:
             self._use_lora(req.request_id, lora)
+        if sched.reject_new:
+            self._send_batches(sched.reject_paused(req.request_id, req.client_index))
+            return
         sim = sched.add(req, time.monotonic())
         sim.pooling = pooled
         for warning in sim.warnings:

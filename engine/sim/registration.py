@@ -11,6 +11,17 @@ from engine.protocol import EngineCoreReadyResponse, encode_registration
 from engine.sim.config import SimConfig
 
 
+def _kv_events_config(cfg: SimConfig) -> dict | None:
+    """vLLM's ``KVEventsConfig`` as a map (every field, as an engine encodes the dataclass)
+    when --kv-events-endpoint is given: a ZMQ publisher there, this rank's own port."""
+    if cfg.kv_events_endpoint is None:
+        return None
+    return {"enable_kv_cache_events": True, "publisher": "zmq",
+            "endpoint": cfg.kv_events_endpoint, "replay_endpoint": None,
+            "buffer_steps": 10000, "hwm": 100000, "max_queue_size": 100000,
+            "topic": ""}
+
+
 def registration(cfg: SimConfig, dp_stats_address: str | None) -> bytes:
     """The registration message (vLLM's ``EngineCoreReadyResponse``) of an engine set up as
     ``cfg``; ``dp_stats_address`` is the frontend's stats address from INIT, if any."""
@@ -37,7 +48,7 @@ def registration(cfg: SimConfig, dp_stats_address: str | None) -> bytes:
             mamba_block_size=None,
             kv_cache_size_tokens=kv_tokens,
             kv_cache_max_concurrency=kv_tokens / max(1, cfg.max_model_len),
-            kv_events_config=None,
+            kv_events_config=_kv_events_config(cfg),
             weight_transfer_backend=None,
             enable_sleep_mode=cfg.enable_sleep_mode,
             supports_draft_weight_updates=False,

@@ -94,7 +94,7 @@ class SimRequest:
     __slots__ = (
         "request_id", "client_index", "prompt", "prompt_len", "max_tokens", "min_tokens",
         "eos", "stop_ids", "mode", "tokens", "base", "span", "vocab", "eos_after",
-        "error_after", "every", "start_step", "ready_at", "queued_at", "n_out", "done",
+        "error_after", "error_code", "every", "start_step", "ready_at", "queued_at", "n_out", "done",
         "running", "logprobs_k", "prompt_logprobs_k", "limit", "warnings", "kv_answer",
         "pooling",
     )
@@ -131,6 +131,7 @@ class SimRequest:
         eos_after = _knob(extra, "sim_eos_after", int, warn)
         self.eos_after = cfg.eos_after if eos_after is None else eos_after
         self.error_after = _knob(extra, "sim_error_after", int, warn)
+        self.error_code = _knob(extra, "sim_error_code", str, warn)
         itl = _knob(extra, "sim_itl_ms", float, warn)
         self.every = max(1, round(itl / cfg.itl_ms)) if itl is not None and itl > 0 else 1
         self.kv_answer = kv_transfer_answer(extra.get("kv_transfer_params"), req.request_id,

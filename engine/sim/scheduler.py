@@ -69,6 +69,8 @@ class Scheduler:
         self._kv_capacity = max(1, cfg.num_gpu_blocks * cfg.block_size)
         self._admitted = (0, 0)  # (requests, prompt tokens) admitted since the last stats()
         self.paused: str | None = None  # None, "keep" or "wait"
+        # 0.33's pause_generation (modes abort/wait): new ADDs are refused, not held.
+        self.reject_new = False
         #: Requests that have produced their first token (for --die-after).
         self.first_tokens = 0
 
@@ -153,6 +155,7 @@ class Scheduler:
     def resume(self, now: float) -> None:
         """Admit again; ADDs held during the pause get their first-token delay from now."""
         self.paused = None
+        self.reject_new = False
         held, self._held = self._held, []
         for sim in held:
             if not sim.done:
@@ -280,13 +283,23 @@ class Scheduler:
 
     def _error_output(self, sim: SimRequest) -> EngineCoreOutput032:
         if self._out_cls is EngineCoreOutput:
+            code = sim.error_code or "sim_error"
             return EngineCoreOutput(
                 sim.request_id,
                 [],
                 finish_reason=_ERROR,
-                error={"code": "sim_error", "message": "simulated request failure", "retryable": False},
+                error={"code": code, "message": f"simulated request failure ({code})",
+                       "retryable": code == "engine_paused"},
             )
         return self._out_cls(sim.request_id, [], None, None, None, _ERROR)
+
+    def reject_paused(self, request_id: str, client_index: int) -> dict[int, ClientBatch]:
+        """0.33's answer to an ADD while ``pause_generation`` holds: a retryable ERROR."""
+        error = {"code": "engine_paused",
+                 "message": "Generation is paused. Please retry after it resumes.",
+                 "retryable": True}
+        output = EngineCoreOutput(request_id, [], finish_reason=_ERROR, error=error)
+        return {client_index: ClientBatch(outputs=[output], finished_requests=[request_id])}
 
     # ------------------------------------------------------------- stats
 

@@ -14,7 +14,9 @@ list of ids; ``get_weight_version`` -> "default" (or what ``set_weight_version``
 set); ``collective_rpc`` -> [nil]; ``reset_mm_cache``, ``reset_encoder_cache``,
 ``sleep``, ``release_kv_cache_memory``, ``pause_scheduler``, ``resume_scheduler``,
 ``profile``, ``execute_dummy_batch`` -> nil. ``pause_generation`` exists only when
---vllm-version is 0.33 or later. Unknown methods fail with vLLM's message.
+--vllm-version is 0.33 or later: it pauses as ``pause_scheduler`` and, for modes "abort" and
+"wait", answers new ADDs at once with a retryable ERROR (``engine_paused``) until resumed, as
+0.33 engines do. Unknown methods fail with vLLM's message.
 
 Pause modes: "abort" (default) ends every request with finish_reason ABORT
 outputs, then pauses; "keep" freezes everything; "wait" lets admitted requests
@@ -77,7 +79,7 @@ class UtilityHandler:
             "execute_dummy_batch": lambda *args: None,
         }
         if cfg.emits_033_outputs:
-            self._methods["pause_generation"] = self._pause
+            self._methods["pause_generation"] = self._pause_generation
 
     def call(self, method: str, args: list, now: float) -> Any:
         """Run ``method(*args)``; returns the result or ``DEFERRED``; raises ``UtilityFailure``."""
@@ -114,6 +116,11 @@ class UtilityHandler:
         if mode == "wait" and not self._sched.drained():
             return DEFERRED
         return None
+
+    def _pause_generation(self, mode: str = "abort", clear_cache: bool = True) -> Any:
+        result = self._pause(mode, clear_cache)
+        self._sched.reject_new = mode != "keep"
+        return result
 
     def _resume(self) -> None:
         self._sched.resume(self._now)

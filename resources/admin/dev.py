@@ -15,8 +15,8 @@ Route → utility (args) → fan-out → answer:
 - POST /wake_up?tags=a&tags=b → wake_up [tags or nil] → all, AND →
   ``{"status": "awake" | "sleeping", "tags": [...] | null}``
 - GET /is_sleeping → is_sleeping [] → all, must agree → ``{"is_sleeping": bool}``
-- POST /pause?mode=abort&clear_cache=true → pause_scheduler [mode, clear_cache] → all →
-  ``{"status": "paused"}``
+- POST /pause?mode=abort&clear_cache=true → pause_scheduler [mode, clear_cache] (0.33 engines:
+  pause_generation, docs/vllm-versions.md) → all → ``{"status": "paused"}``
 - POST /resume → resume_scheduler [] → all → ``{"status": "resumed"}``
 - GET /is_paused → is_scheduler_paused [] → all, must agree → ``{"is_paused": bool}``
 - POST /collective_rpc ``{method, timeout?, args?, kwargs?}`` →
@@ -58,10 +58,12 @@ import msgspec
 
 from base import jsonio
 from base.errors import ApiError, RequestValidationError
+from engine.registrations import speaks_033
 from resources.admin.engines import (
     NO_TIMEOUT,
     Query,
     call_all,
+    call_each,
     consensus,
     engine_client,
     reply_empty,
@@ -170,8 +172,18 @@ class PauseResource(_Resource):
         client = self._client()
 
         def pause() -> dict:
-            # mode=wait answers only once the running requests finished: no timeout.
-            call_all(client, "pause_scheduler", [mode, clear_cache], timeout=NO_TIMEOUT)
+            # mode=wait answers only once the running requests finished: no timeout. 0.33
+            # engines pause with pause_generation, which also refuses new requests (a retryable
+            # 503) instead of queueing them, as vLLM 0.33's frontends call it.
+            new = [r for r in client.ranks if speaks_033(client.registrations.get(r))]
+            old = [r for r in client.ranks if r not in new]
+            jobs = [(method, ranks) for method, ranks in (("pause_generation", new),
+                                                          ("pause_scheduler", old)) if ranks]
+            for method, ranks in jobs:
+                for _rank, ok, value in call_each(client, method, [mode, clear_cache],
+                                                  timeout=NO_TIMEOUT, ranks=ranks):
+                    if not ok:
+                        raise value
             return {"status": "paused"}
         _reply_or_failed(resp, "pause generation", pause)
 

@@ -16,10 +16,11 @@ from typing import Any, Protocol
 from base import jsonio
 from base.errors import InvalidRequest
 from resources.chat import tool_choice, types, validate
+from resources.chat.forwarded_ids import forwarded_prompt_ids
 from resources.chat.parsing import ChatParsing
 from resources.common.fields import parse_struct, require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
-from resources.common.prompts import check_not_empty, make_rule, tokenize_texts
+from resources.common.prompts import check_length, check_not_empty, make_rule, tokenize_texts
 from resources.common.sampling import (build_sampling_params, fan_out, max_tokens_for,
                                        usage_flags)
 from runtime.serving_context import ServingContext
@@ -169,9 +170,13 @@ def render_prompt(ctx: ServingContext, f: ChatPrompt,
         if template is None:
             raise InvalidRequest(NO_TEMPLATE)
         conversation = parse_messages(f.messages)
+        tools = tool_dicts(f.tools)
+        # /tokenize's chat form has no tool_choice: it renders its tools regardless.
+        if ctx.exclude_tools_when_tool_choice_none and getattr(f, "tool_choice", None) == "none":
+            tools = None
         text = template.render_conversation(
             conversation, add_generation_prompt=f.add_generation_prompt,
-            continue_final_message=f.continue_final_message, tools=tool_dicts(f.tools),
+            continue_final_message=f.continue_final_message, tools=tools,
             documents=f.documents,
             extra_kwargs=template_kwargs(ctx, f) if kwargs is None else kwargs)
     except ChatTemplateError as exc:
@@ -186,30 +191,73 @@ def _requested_output(f: types.ChatRequest) -> tuple[int | None, str]:
     return f.max_tokens, "max_tokens"
 
 
-def prepare_chat(body: Any, ctx: ServingContext, *,
-                 header_request_id: str | None = None) -> PreparedRequest:
-    """Validate and convert a parsed /v1/chat/completions body.
+def parse_chat(body: Any, ctx: ServingContext) -> types.ChatRequest:
+    """A parsed /v1/chat/completions body checked and typed (vLLM's "before" checks, then the
+    field types). Other APIs that convert to chat (``resources.messages``) feed their converted
+    body through here too.
 
     Raises:
         RequestValidationError: schema/type errors ("Bad Request").
-        ModelNotFound: unknown ``model``.
-        InvalidRequest: every semantic 400 of docs/text-parity.md §8.2 that conversion detects.
+        InvalidRequest: the raw checks' 400s.
     """
     body = require_object(body)
     validate.check_raw(body)
-    f = parse_struct(body, types.fields(ctx.max_stop_strings), types.ChatRequest)
-    lora = ctx.resolve_model(f.model)
-    validate.check_request(f, ctx)
+    return parse_struct(body, types.fields(ctx.max_stop_strings), types.ChatRequest)
 
+
+def prepare_chat(body: Any, ctx: ServingContext, *,
+                 header_request_id: str | None = None) -> PreparedRequest:
+    """Validate and convert a parsed /v1/chat/completions body (``parse_chat``, then
+    ``prepare_parsed_chat``)."""
+    return prepare_parsed_chat(parse_chat(body, ctx), ctx, header_request_id=header_request_id)
+
+
+def chat_prompt_ids(f: types.ChatRequest, ctx: ServingContext) -> list[int]:
+    """The prompt token ids a parsed chat request renders to (the model checked, the serving
+    refusals and the length rules applied), without building an engine request."""
+    ctx.resolve_model(f.model)
+    validate.check_request(f, ctx)
+    rule = _length_rule(ctx, f)[0]
+    prompt_text = render_prompt(ctx, f)[1]
+    return list(tokenize_texts(ctx, [prompt_text], rule)[0])
+
+
+def _length_rule(ctx: ServingContext, f: types.ChatRequest) -> tuple[Any, int | None]:
+    """The prompt-length rule of a chat request, and the output length it asked for."""
     requested, param = _requested_output(f)
     rule = make_rule(ctx, max_output_tokens=requested or 0, output_param=param,
                      truncate_prompt_tokens=f.truncate_prompt_tokens,
                      truncation_side=f.truncation_side,
                      add_special_tokens=f.add_special_tokens)
-    kwargs = template_kwargs(ctx, f)
+    return rule, requested
+
+
+def _prompt(ctx: ServingContext, f: types.ChatRequest, kwargs: dict[str, Any],
+            rule: Any) -> tuple[list[dict], str | None, list[int]]:
+    """(conversation, prompt text, prompt ids): the rendered and tokenized messages, or the ids
+    a P/D decode stage was forwarded (docs/parity.md §7)."""
+    forwarded = forwarded_prompt_ids(ctx, f)
+    if forwarded is not None:
+        return [], None, check_length(forwarded, rule)
     conversation, prompt_text = render_prompt(ctx, f, kwargs)
+    return conversation, prompt_text, tokenize_texts(ctx, [prompt_text], rule)[0]
+
+
+def prepare_parsed_chat(f: types.ChatRequest, ctx: ServingContext, *,
+                        header_request_id: str | None = None) -> PreparedRequest:
+    """Convert a parsed chat request (``parse_chat``) into engine requests.
+
+    Raises:
+        ModelNotFound: unknown ``model``.
+        InvalidRequest: every semantic 400 of docs/text-parity.md §8.2 that conversion detects.
+    """
+    lora = ctx.resolve_model(f.model)
+    validate.check_request(f, ctx)
+
+    rule, requested = _length_rule(ctx, f)
+    kwargs = template_kwargs(ctx, f)
+    conversation, prompt_text, ids = _prompt(ctx, f, kwargs, rule)
     parsing = chat_parsing(ctx, f, kwargs)
-    ids = tokenize_texts(ctx, [prompt_text], rule)[0]
     reasoning_ended, reasoning_kwargs = engine_reasoning(ctx, f, ids, kwargs)
 
     stream = bool(f.stream)
@@ -238,7 +286,8 @@ def prepare_chat(body: Any, ctx: ServingContext, *,
         kind="chat", request_id=request_id, created=now(), model=ctx.response_model(lora),
         stream=stream, choices=choices, include_usage=include_usage, continuous_usage=continuous,
         return_token_ids=bool(f.return_token_ids), echo=f.echo, logprobs=logprobs,
-        return_tokens_as_token_ids=bool(f.return_tokens_as_token_ids), n=n, num_prompts=1,
+        return_tokens_as_token_ids=ctx.tokens_as_ids(f.return_tokens_as_token_ids), n=n,
+        num_prompts=1,
         priority=f.priority, cache_salt=f.cache_salt, response_role=role,
         echo_content=echo_content if isinstance(echo_content, str) else "",
         prompt_text=prompt_text if f.return_prompt_text else None, lora_request=lora,

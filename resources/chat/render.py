@@ -137,9 +137,10 @@ class ChatStreamRenderer(StreamRenderer):
         return {k: v for k, v in details.items() if v is not None}
 
 
-def _message(prepared: PreparedRequest, c: Any, parser: ChoiceParser | None
+def final_message(prepared: PreparedRequest, c: Any, parser: ChoiceParser | None
              ) -> tuple[dict[str, Any], str]:
-    """(message, finish_reason) of one finished choice."""
+    """(message, finish_reason) of one finished choice (``resources.messages`` builds its
+    content blocks from it too)."""
     finish_reason = c.finish_reason or "stop"
     text = c.final_text()
     if parser is None:
@@ -173,7 +174,7 @@ def render_chat_response(prepared: PreparedRequest, state: RequestState) -> byte
         if prepared.logprobs is not None and not hide_metadata:
             logprobs = chat_logprobs(c.token_ids, c.positions, prepared.logprobs, state.namer,
                                      py_floats=True)
-        message, finish_reason = _message(prepared, c, parser)
+        message, finish_reason = final_message(prepared, c, parser)
         if parser is not None:
             reasoning_tokens += parser.reasoning_tokens(c.token_ids)
         choices.append({

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from base.errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.fields import INVALID, add_error, described, with_schema
+from resources.common.newer_fields import refuse_unserved
 from resources.common.sampling_rules import (Refusable, check_logprob_counts,
                                              check_raw_constraints, refuse_unimplemented)
 
@@ -23,19 +24,32 @@ from resources.common.sampling_rules import (Refusable, check_logprob_counts,
 # fields in declaration order as (name, rule)). Rules: "text" = str or iterable of parts,
 # "text?" the same but optional and nullable, "str" = required str, "str?" = required, nullable
 # str, "role" = the role literal, "any" = required, "content?" = optional str | list, "list" =
-# harmony list content.
+# harmony list content; the optional ones: "ostr" = str, "ostr?" = str or null, "oiter" = any
+# iterable (lazily checked by pydantic, so only its kind), "olist?" = list or null. A field a
+# member does not declare is ignored by it (TypedDicts ignore extra keys), so a wrong type there
+# only fails when no member accepts the message.
 _UNION = (
-    ("ChatCompletionDeveloperMessageParam", "developer", (("content", "text"), ("role", "role"))),
-    ("ChatCompletionSystemMessageParam", "system", (("content", "text"), ("role", "role"))),
-    ("ChatCompletionUserMessageParam", "user", (("content", "text"), ("role", "role"))),
+    ("ChatCompletionDeveloperMessageParam", "developer", (("content", "text"), ("role", "role"),
+                                                          ("name", "ostr"))),
+    ("ChatCompletionSystemMessageParam", "system", (("content", "text"), ("role", "role"),
+                                                    ("name", "ostr"))),
+    ("ChatCompletionUserMessageParam", "user", (("content", "text"), ("role", "role"),
+                                                ("name", "ostr"))),
     ("ChatCompletionAssistantMessageParam", "assistant", (("role", "role"),
-                                                          ("content", "text?"))),
+                                                          ("content", "text?"),
+                                                          ("name", "ostr"), ("refusal", "ostr?"),
+                                                          ("tool_calls", "oiter"))),
     ("ChatCompletionToolMessageParam", "tool", (("content", "text"), ("role", "role"),
                                                 ("tool_call_id", "str"))),
     ("ChatCompletionFunctionMessageParam", "function", (("content", "str?"), ("name", "str"),
                                                         ("role", "role"))),
-    ("CustomChatCompletionMessageParam", None, (("role", "anystr"), ("content", "content?"))),
+    ("CustomChatCompletionMessageParam", None, (("role", "anystr"), ("content", "content?"),
+                                                ("name", "ostr"), ("tool_call_id", "ostr?"),
+                                                ("tool_calls", "olist?"), ("reasoning", "ostr?"),
+                                                ("tools", "olist?"), ("task", "ostr?"))),
 )
+#: Rules whose field may be absent.
+_OPTIONAL_RULES = frozenset({"text?", "content?", "ostr", "ostr?", "oiter", "olist?"})
 
 
 #: The member of ``_UNION`` whose role literal is the key.
@@ -50,6 +64,11 @@ _RULE_SCHEMAS = {
     "anystr": ({"type": "string"}, True),
     "str?": ({"anyOf": [{"type": "string"}, {"type": "null"}]}, True),
     "content?": ({"anyOf": [{"type": "string"}, _PARTS]}, False),
+    "ostr": ({"type": "string"}, False),
+    "ostr?": ({"anyOf": [{"type": "string"}, {"type": "null"}]}, False),
+    "oiter": ({"type": "array", "items": {"type": "object"}}, False),
+    "olist?": ({"anyOf": [{"type": "array", "items": {"type": "object"}}, {"type": "null"}]},
+               False),
 }
 
 
@@ -99,7 +118,7 @@ def _alternative_errors(name: str, role: str | None, rules: tuple, message: dict
     for field, rule in rules:
         at = here + (field,)
         if field not in message:
-            if rule not in ("text?", "content?"):
+            if rule not in _OPTIONAL_RULES:
                 add_error(errors, "missing", at, "Field required", message)
             continue
         value = message[field]
@@ -107,10 +126,16 @@ def _alternative_errors(name: str, role: str | None, rules: tuple, message: dict
             if value != role:
                 add_error(errors, "literal_error", at, f"Input should be '{role}'", value,
                           {"expected": f"'{role}'"})
-        elif rule in ("str", "anystr"):
+        elif rule in ("str", "anystr", "ostr") or (rule == "ostr?" and value is not None):
             if not isinstance(value, str):
                 add_error(errors, "string_type", at, "Input should be a valid string", value)
-        else:
+        elif rule == "oiter":
+            if not isinstance(value, (str, list, dict)):  # what JSON gives that iterates
+                add_error(errors, "iterable_type", at, "Input should be iterable", value)
+        elif rule == "olist?":
+            if value is not None and not isinstance(value, list):
+                add_error(errors, "list_type", at, "Input should be a valid list", value)
+        elif rule != "ostr?":
             _content_errors(rule, value, at, errors)
     return errors
 
@@ -213,6 +238,7 @@ def check_raw(body: dict) -> None:
     if body.get("continue_final_message") and body.get("add_generation_prompt"):
         raise InvalidRequest("Cannot set both `continue_final_message` and "
                              "`add_generation_prompt` to True.")
+    refuse_unserved(body, "chat")
     _check_tools_raw(body)
     so = body.get("structured_outputs")
     if isinstance(so, dict):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from engine.protocol import FinishReason, finish_reason_str
-from base.errors import ServerError
+from base.errors import engine_request_error
 from runtime.serving_context import ServingContext
 from resources.common.logprobs import (Namer, Position, chat_logprobs, completion_logprobs,
                                        positions_from)
@@ -136,15 +136,16 @@ class RequestState:
             (late outputs are dropped), or ``stream_interval`` holds these tokens back.
 
         Raises:
-            ServerError: the engine finished the request with ERROR (vLLM's "Internal server
-                error"; the driver turns it into a 500 or an SSE error event, docs/text-parity.md §8.3).
+            ApiError: the engine finished the request with ERROR (``engine_request_error``: a 400,
+                503 or vLLM's "Internal server error" 500; the driver turns it into that status or
+                an SSE error event, docs/text-parity.md §8.3).
         """
         state = self.choices[choice_index]
         if state.finished:
             return None
         code = output.finish_reason
         if code == FinishReason.ERROR:
-            raise ServerError("Internal server error")
+            raise engine_request_error(getattr(output, "error", None))
         first = self._take_side_fields(state, output, frames)
         choice = state.choice
         before = state.num_output_tokens

@@ -40,7 +40,7 @@ _DEFAULTED = (("repetition_penalty", 1.0), ("presence_penalty", 0.0),
 
 
 def v_stream_options() -> Any:
-    inner = [("include_usage", v_nullable(v_bool()), True),
+    inner = [("include_usage", v_nullable(v_bool()), False),
              ("continuous_usage_stats", v_nullable(v_bool()), False)]
 
     def check(value: Any, loc: tuple, errors: list) -> Any:

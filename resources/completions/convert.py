@@ -113,6 +113,6 @@ def prepare_completion(body: Any, ctx: ServingContext, *,
         stream=stream, choices=choices, include_usage=include_usage,
         continuous_usage=continuous, return_token_ids=return_token_ids, echo=echo,
         echo_only=echo_only, logprobs=logprobs,
-        return_tokens_as_token_ids=bool(f.return_tokens_as_token_ids), n=n,
+        return_tokens_as_token_ids=ctx.tokens_as_ids(f.return_tokens_as_token_ids), n=n,
         num_prompts=len(prompts), priority=f.priority, cache_salt=f.cache_salt,
         lora_request=lora)

@@ -12,6 +12,7 @@ from typing import Any
 
 from base.errors import InvalidRequest
 from runtime.serving_context import ServingContext
+from resources.common.newer_fields import refuse_unserved
 from resources.common.sampling import plain_error
 from resources.common.sampling_rules import (check_logprob_counts, check_raw_constraints,
                                              refuse_unimplemented)
@@ -40,7 +41,9 @@ def _check_logprobs_raw(body: dict) -> None:
 
 
 def check_raw(body: dict, ctx: ServingContext) -> None:
-    """vLLM's "before" validators of CompletionRequest (they run last-defined first)."""
+    """vLLM's "before" validators of CompletionRequest (they run last-defined first); 0.33's
+    ``return_weight_versions`` refused."""
+    refuse_unserved(body, "completions")
     prompt = body.get("prompt")
     if (isinstance(prompt, list) and prompt and not all(type(p) is int for p in prompt)
             and len(prompt) > ctx.max_completion_prompts):

@@ -18,6 +18,7 @@ import msgspec
 from base.errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.fields import add_error, collect_fields, validation_error
+from resources.common.newer_fields import refuse_derender
 from resources.common.sampling import max_tokens_for
 from resources.common.sampling_rules import (check_thinking_token_budget, settle_like_vllm,
                                              unsupported)
@@ -29,7 +30,9 @@ _MM_KEYS = ("mm_hashes", "mm_placeholders", "kwargs_data", "mm_metadata")
 
 
 def check_raw(body: dict) -> None:
-    """The model-level "before" validator: ``cache_salt`` (vLLM's ``validate_cache_salt``)."""
+    """The model-level "before" validator: ``cache_salt`` (vLLM's ``validate_cache_salt``);
+    0.33's derender mode refused."""
+    refuse_derender(body)
     salt = body.get("cache_salt")
     if salt is None:
         return

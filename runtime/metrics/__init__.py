@@ -20,6 +20,7 @@ import logging
 from typing import Any
 
 import gevent
+import gevent.event
 
 from base.handoff import HubInbox
 from runtime.metrics.engine_side import EngineStepRecorder
@@ -64,6 +65,11 @@ def _create_series(families: Families, model: str, ranks: list[int]) -> None:
 def _write_each(batches: list[list[tuple]]) -> None:
     for pending in batches:
         write(pending)
+
+
+def _set_event(event: gevent.event.Event) -> None:
+    """A flush's marker (``Metrics.flush_now``): written last, it wakes the waiting scrape."""
+    event.set()
 
 
 class HttpRecorder:
@@ -189,6 +195,18 @@ class Metrics:
         for rank in self._ranks:
             for state in SLEEP_STATES:
                 gauge.labels(self.model_name, str(rank), state).set(values[state])
+
+    def flush_now(self, timeout: float) -> None:
+        """HTTP hub: write every figure this worker gathered so far, the engine-I/O thread's
+        too, before returning (at most ``timeout`` s): a scrape then counts every step that
+        finished before it (``docs/parity.md`` §6)."""
+        self._hub_batch.flush()
+        engine = self.engine
+        if engine is None:
+            return
+        done = gevent.event.Event()
+        if engine.ask_flush((_set_event, done)):
+            done.wait(timeout)
 
     # -- scrape (request-pool thread) -------------------------------------------------------
     def exposition(self, accept: str = "") -> tuple[bytes, str]:

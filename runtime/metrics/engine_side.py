@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import gevent
 
+from base.handoff import HubInbox
 from engine.protocol import EngineCoreEventType
 from runtime.metrics.families import PROMPT_SOURCES, WAITING_REASONS
 from runtime.metrics.local import Batch, PerEngine
@@ -75,11 +76,14 @@ class EngineStepRecorder:
         self._engines = PerEngine(lambda labels, batch: _Engine(families, labels, batch),
                                   model_name, self._batch)
         self._flusher: gevent.Greenlet | None = None
+        #: Flushes asked for by the HTTP hub (a scrape), run here (made in this thread's hub).
+        self._flush_asks: HubInbox | None = None
         self.latest_stats: dict[int, Any] = {}  # rank -> SchedulerStats (the stats log line)
 
     def on_step(self, outputs: Any, batch: list) -> None:
         if self._flusher is None:  # first call: in the engine-I/O thread's hub
             self._flusher = gevent.spawn(self._flush_periodically)
+            self._flush_asks = HubInbox(self._flush_now)
         engine = self._engines[outputs.engine_index]
         stats = outputs.scheduler_stats
         if stats is not None:
@@ -155,6 +159,19 @@ class EngineStepRecorder:
         engine.cached.inc(cached)
         engine.preemptions.inc(preempted)
         engine.iteration_tokens.observe(computed + generated)
+
+    def ask_flush(self, marker: tuple) -> bool:
+        """Any thread: hand every pending figure to the hub now, followed by ``marker`` (a
+        write the hub runs once they are written); False when no step came yet (nothing is
+        pending)."""
+        asks = self._flush_asks
+        if asks is None:
+            return False
+        asks.post(marker)
+        return True
+
+    def _flush_now(self, markers: list[tuple]) -> None:
+        self._to_hub(self._batch.detach() + markers)
 
     def _flush_periodically(self) -> None:
         while True:

@@ -71,14 +71,14 @@ def test_serves_the_openai_api_on_the_inherited_socket_and_exits_0_on_sigterm(la
 
 def test_unknown_frontend_option_is_refused_with_one_message(model_dir):
     fe = LaunchedFrontend(model_dir, args={"tool_server": "demo",
-                                           "uds": "/tmp/x.sock",
+                                           "ssl_ciphers": "HIGH",
                                            "dtype": "bfloat16", "enforce_eager": True},
                           start_engines=False)
     try:
         assert fe.proc.wait(timeout=30) == 2
         log = fe.log()
         assert ("does not implement these vllm serve frontend options: "
-                "--tool-server, --uds") in log
+                "--ssl-ciphers, --tool-server") in log
         assert "dtype" not in log.split("options:")[1]  # engine options are ignored
     finally:
         fe.stop()

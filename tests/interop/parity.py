@@ -55,7 +55,9 @@ def flags_to_env(flags: list[str]) -> dict[str, str]:
 class ParityPair:
     """vLLM's frontend + a simulator, and greenfront + its simulator, same flags and model."""
 
-    def __init__(self, model_dir: str, flags: list[str], logs: str, itl_ms: int = 1) -> None:
+    def __init__(self, model_dir: str, flags: list[str], logs: str, itl_ms: int = 1,
+                 vllm_env: dict[str, str] | None = None,
+                 greenfront_env: dict[str, str] | None = None) -> None:
         self.model_dir = model_dir
         port, rpc = free_port(), free_port()
         self.vllm = VllmProcess(["--port", str(port), "--host", "127.0.0.1", *SERVE,
@@ -64,14 +66,16 @@ class ParityPair:
                                  "--data-parallel-size-local", "0",
                                  "--data-parallel-address", "127.0.0.1",
                                  "--data-parallel-rpc-port", str(rpc), *flags],
-                                os.path.join(logs, "vllm.log"), port=port, model=model_dir)
+                                os.path.join(logs, "vllm.log"), port=port, model=model_dir,
+                                env=vllm_env)
         self.sim = subprocess.Popen(
             [sys.executable, "-m", "engine.sim", "--handshake", f"tcp://127.0.0.1:{rpc}",
              "--max-model-len", "2048", "--vocab-size", "131072", "--itl-ms", str(itl_ms)],
             cwd=ROOT, stdout=open(os.path.join(logs, "sim.log"), "wb"),
             stderr=subprocess.STDOUT, start_new_session=True)
         self.greenfront = GreenfrontServer(model_dir, env={**flags_to_env(flags),
-                                                           "GREENFRONT_SYSTEM_FINGERPRINT": ""},
+                                                           "GREENFRONT_SYSTEM_FINGERPRINT": "",
+                                                           **(greenfront_env or {})},
                                            sim_args=f"--itl-ms {itl_ms} --ttft-ms 2")
 
     def start(self) -> "ParityPair":

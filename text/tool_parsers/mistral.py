@@ -1,5 +1,6 @@
 """``mistral``: Mistral v11+ calls, ``[TOOL_CALLS]name[ARGS]{…}`` (or ``name{…}``), one
-``[TOOL_CALLS]`` per call.
+``[TOOL_CALLS]`` per call; with a tokenizer that has no ``[ARGS]`` token, the pre-v11 JSON array
+form of ``text.tool_parsers.mistral_pre_v11`` (as vLLM 0.32 decides it).
 
 Observable behaviour of vLLM 0.32's parser with a Hugging Face tokenizer, restated:
 - text before the first ``[TOOL_CALLS]`` is content (None when only whitespace); each call's name
@@ -22,6 +23,7 @@ import string
 from typing import Sequence
 
 from text.parsed import DeltaParts, ExtractedToolCalls, ToolCall, ToolCallDelta, tag_overlap
+from text.tool_parsers import mistral_pre_v11
 from text.tool_parsers.base import ToolParser, parts
 from text.tool_parsers.registry import register_tool_parser
 
@@ -67,8 +69,13 @@ class MistralToolParser(ToolParser):
         super().__init__(vocab, tools)
         self._content_sent = 0
         self._announced = 0
+        # vLLM 0.32 decides the format by the tokenizer: without an [ARGS] token it is pre-v11.
+        self._pre_v11 = (mistral_pre_v11.PreV11Stream(mistral_call_id)
+                         if ARGS not in vocab else None)
 
     def extract(self, text: str) -> ExtractedToolCalls:
+        if self._pre_v11 is not None:
+            return mistral_pre_v11.extract(text, mistral_call_id)
         if BOT not in text:
             return ExtractedToolCalls([], text)
         content, *segments = text.split(BOT)
@@ -79,6 +86,8 @@ class MistralToolParser(ToolParser):
         return ExtractedToolCalls(calls, content if content.strip() else None)
 
     def _stream(self, delta_text: str, delta_ids: Sequence[int]) -> DeltaParts | None:
+        if self._pre_v11 is not None:
+            return self._pre_v11.step(self.text)
         text = self.text
         first = text.find(BOT)
         limit = first if first != -1 else len(text) - tag_overlap(text, BOT)

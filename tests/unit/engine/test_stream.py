@@ -62,3 +62,23 @@ def test_a_run_merges_without_touching_the_outputs_it_was_made_of_and_ends_at_ea
     [(merged, _)] = stream.take()
     assert merged.new_token_ids == [3, 4] and merged.finish_reason == FinishReason.LENGTH
     assert stream.finished and stream.take() == []
+
+
+def test_requests_aborted_by_external_id_end_with_finish_reason_abort():
+    from engine.registry import RequestRegistry
+    from engine.stream import end_aborted
+    registry = RequestRegistry([0])
+    waker = Waker()
+    streams = {rid: RequestStream(rid, -1, waker, lambda ids: None) for rid in (
+        "cmpl-a-0-0000aa01", "0_chatcmpl-b-12345678", "1_chatcmpl-b-9abcdef0",
+        "generate-tokens-c-00000000", "cmpl-a-1-00000000")}
+    for stream in streams.values():
+        registry.add(stream, 0)
+    popped = registry.pop_external(["cmpl-a-0", "chatcmpl-b", "nobody"])
+    assert sorted(s.request_id for s in popped) == [
+        "0_chatcmpl-b-12345678", "1_chatcmpl-b-9abcdef0", "cmpl-a-0-0000aa01"]
+    assert registry.in_flight == 2
+    end_aborted(popped)
+    for stream in popped:
+        (output, _), = stream.take()
+        assert stream.finished and output.finish_reason == 2 and output.new_token_ids == []

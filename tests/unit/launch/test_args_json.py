@@ -22,9 +22,12 @@ def test_honoured_options_become_settings_and_engine_options_are_ignored():
 def test_unimplemented_frontend_options_are_refused_in_one_message():
     with pytest.raises(UnsupportedOptions) as info:
         settings_from_args_json(json.dumps({"model_tag": "/m", "tool_server": "x",
-                                            "uds": "/p", "tokenizer_mode": "mistral"}))
-    assert sorted(info.value.names) == ["tokenizer_mode", "tool_server", "uds"]
-    assert "--tool-server" in str(info.value) and "--uds" in str(info.value)
+                                            "custom_histogram_buckets": "{}",
+                                            "tokenizer_mode": "mistral"}))
+    assert sorted(info.value.names) == ["custom_histogram_buckets", "tokenizer_mode",
+                                        "tool_server"]
+    assert "--tool-server" in str(info.value)
+    assert "--custom-histogram-buckets" in str(info.value)
 
 
 def test_tool_and_reasoning_parser_flags_become_settings():
@@ -88,3 +91,16 @@ def test_lora_modules_become_the_setting_in_both_of_vllms_forms():
         ("a", "/p/a", None, False), ("b", "/p/b", "m", False))
     with pytest.raises(UnsupportedOptions):
         settings_from_args_json(json.dumps({"model_tag": "/m", "lora_modules": [{"name": "x"}]}))
+
+
+def test_frontend_options_become_settings():
+    settings = settings_from_args_json(json.dumps({
+        "model_tag": "/m", "return_tokens_as_token_ids": True,
+        "exclude_tools_when_tool_choice_none": True, "sse_keep_alive_interval": 5,
+        "uds": "/tmp/s.sock", "fingerprint_mode": "none"}))
+    assert settings["GREENFRONT_RETURN_TOKENS_AS_TOKEN_IDS"] == "1"
+    assert settings["GREENFRONT_EXCLUDE_TOOLS_WHEN_TOOL_CHOICE_NONE"] == "1"
+    assert settings["GREENFRONT_SSE_KEEP_ALIVE_INTERVAL"] == "5"
+    assert settings["GREENFRONT_SYSTEM_FINGERPRINT"] == ""
+    with pytest.raises(UnsupportedOptions):
+        settings_from_args_json(json.dumps({"model_tag": "/m", "sse_keep_alive_interval": -1}))

@@ -54,8 +54,8 @@ def test_external_engines_and_workers():
 
 def test_unimplemented_frontend_options_are_refused_together():
     with pytest.raises(UnsupportedOptions) as info:
-        _settings("/m", "--tool-server", "x", "--uds", "/tmp/s")
-    assert info.value.names == ["tool_server", "uds"]
+        _settings("/m", "--tool-server", "x", "--custom-histogram-buckets", "{}")
+    assert info.value.names == ["custom_histogram_buckets", "tool_server"]
 
 
 def test_options_nobody_knows_are_refused():
@@ -64,7 +64,20 @@ def test_options_nobody_knows_are_refused():
 
 
 def test_refusal_exits_2_with_the_option_named():
-    proc = subprocess.run([f"{ROOT}/bin/greenfront", "serve", "/m", "--uds", "/tmp/x.sock"],
+    proc = subprocess.run([f"{ROOT}/bin/greenfront", "serve", "/m",
+                           "--enable-per-request-metrics"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    assert "--uds" in proc.stderr
+    assert "--enable-per-request-metrics" in proc.stderr
+    # Not a vLLM 0.32 option at all (vllm serve exits 2 too).
+    proc = subprocess.run([f"{ROOT}/bin/greenfront", "serve", "/m", "--reasoning-effort-map",
+                           "x"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "--reasoning-effort-map" in proc.stderr
+
+
+def test_uds_and_no_switches():
+    settings = _settings("/m", "--uds", "/tmp/s.sock", "--return-tokens-as-token-ids",
+                         "--no-return-tokens-as-token-ids")
+    assert settings["GREENFRONT_BIND"] == "unix:/tmp/s.sock"
+    assert settings["GREENFRONT_RETURN_TOKENS_AS_TOKEN_IDS"] == "0"

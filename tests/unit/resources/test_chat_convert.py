@@ -207,3 +207,22 @@ def test_tools_rendered_from_each_requests_own_json(ctx):
     assert text(tool("f", {"type": "array"})) == first.replace('"object"', '"array"')
     assert text(tool("f", {"type": "object"}) + tool("h", {})).startswith(first)
     assert error_body(ctx, {"messages": HI, "tools": [{"type": "function"}]})[0] == 400
+
+
+def test_forwarded_prompt_ids_are_the_prompt_and_leave_kv_transfer_params(ctx):
+    p = prep(ctx, kv_transfer_params={"prompt_token_ids": [7, 8, 9], "remote_host": "h"})
+    assert p.choices[0].prompt_token_ids == [7, 8, 9]
+    extra = p.choices[0].sampling_params.extra_args
+    assert extra["kv_transfer_params"] == {"remote_host": "h"}
+    only = prep(ctx, kv_transfer_params={"prompt_token_ids": [7, 8, 9]})
+    assert "kv_transfer_params" not in (only.choices[0].sampling_params.extra_args or {})
+    # echo renders the messages: the ids are dropped, not used
+    assert prep(ctx, echo=True, kv_transfer_params={"prompt_token_ids": [7]}).choices[
+        0].prompt_token_ids == [1, 3, 37133, 4]
+    for bad in ([], [-1], "x", [True], [1.5]):
+        status, text = error_body(ctx, {"model": "tiny", "messages": HI,
+                                        "kv_transfer_params": {"prompt_token_ids": bad}})
+        assert status == 400 and "must be a non-empty list of non-negative integers" in text
+    status, text = error_body(ctx, {"model": "tiny", "messages": HI,
+                                    "kv_transfer_params": {"prompt_token_ids": [10 ** 8]}})
+    assert status == 400 and "Token id 100000000 is out of vocabulary" in text

@@ -1,0 +1,117 @@
+"""vLLM 0.32 frontend options, greenfront beside vLLM's own Python frontend (docs/options.md §2).
+
+vLLM's Python frontend runs on a greenfront simulator with ``--return-tokens-as-token-ids
+--exclude-tools-when-tool-choice-none --sse-keep-alive-interval 1``; greenfront gets the same
+options on both launch paths: ``greenfront serve`` on its command line, and ``--args-json`` as
+``vllm serve`` hands it (the launch harness plays ``vllm serve``). Every simulator echoes the
+prompt, so the answers can be compared field by field.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import requests
+
+from tests.integration.harness import ROOT
+from tests.integration.launch_harness import LaunchedFrontend
+from tests.interop.peers import MODEL, requires_peers, vllm_frontend_on_simulator
+from tests.support.processes import free_port, reap, wait_healthy
+
+pytestmark = requires_peers
+
+FLAGS = ["--return-tokens-as-token-ids", "--exclude-tools-when-tool-choice-none",
+         "--sse-keep-alive-interval", "1"]
+SIM = ["--output-mode", "echo", "--itl-ms", "2", "--vocab-size", "131072"]
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+HI = [{"role": "user", "content": "Hi there, how are you"}]
+
+
+@pytest.fixture(scope="module")
+def vllm(tmp_path_factory):
+    with vllm_frontend_on_simulator(str(tmp_path_factory.mktemp("opts-vllm")), extra=FLAGS,
+                                    sim_args=SIM) as frontend:
+        yield frontend.url
+
+
+@pytest.fixture(scope="module", params=["greenfront-serve", "args-json"])
+def greenfront(request, tmp_path_factory):
+    if request.param == "args-json":
+        fe = LaunchedFrontend(MODEL, sim_args=SIM, args={
+            "return_tokens_as_token_ids": True, "exclude_tools_when_tool_choice_none": True,
+            "sse_keep_alive_interval": 1, "max_model_len": 2048})
+        try:
+            yield fe.wait_healthy().url
+        finally:
+            fe.stop()
+        return
+    port = free_port()
+    log = open(os.path.join(str(tmp_path_factory.mktemp("opts-gf")), "serve.log"), "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "launch", "serve", MODEL, "--host", "127.0.0.1", "--port",
+         str(port), "--served-model-name", "tiny", "--max-model-len", "2048", *FLAGS],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env=dict(os.environ, GREENFRONT_SIM_ARGS=" ".join(SIM), GREENFRONT_WORKERS="1"))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url + "/health", proc, 120, lambda: "", name="greenfront serve")
+        yield url
+    finally:
+        reap(proc, grace=5)
+        log.close()
+
+
+def post(url: str, path: str, body: dict) -> dict:
+    r = requests.post(url + path, json={"model": "tiny", **body}, timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+CASES = {
+    "completion-logprobs": ("/v1/completions", {"prompt": "Hello world again", "max_tokens": 3,
+                                                "logprobs": 2, "temperature": 0}),
+    "completion-request-false-wins": ("/v1/completions", {
+        "prompt": "Hello world again", "max_tokens": 3, "logprobs": 2, "temperature": 0,
+        "return_tokens_as_token_ids": False}),
+    "chat-logprobs": ("/v1/chat/completions", {"messages": HI, "max_tokens": 3, "logprobs": True,
+                                               "top_logprobs": 2, "temperature": 0}),
+    "chat-tool-choice-none": ("/v1/chat/completions", {"messages": HI, "max_tokens": 2,
+                                                       "tools": TOOLS, "tool_choice": "none"}),
+    "chat-tool-choice-auto-tokenize": ("/tokenize", {"messages": HI, "tools": TOOLS}),
+}
+
+
+def _part(case: str, answer: dict) -> object:
+    if case.startswith("completion"):
+        return answer["choices"][0]["text"], answer["choices"][0]["logprobs"]
+    if case == "chat-logprobs":
+        return answer["choices"][0]["message"]["content"], answer["choices"][0]["logprobs"]
+    if case == "chat-tool-choice-none":
+        return answer["usage"]["prompt_tokens"]
+    return answer["count"], answer["tokens"]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_same_answer_as_vllm(vllm, greenfront, case):
+    path, body = CASES[case]
+    theirs, ours = _part(case, post(vllm, path, body)), _part(case, post(greenfront, path, body))
+    assert ours == theirs
+
+
+def _stream(url: str) -> str:
+    body = {"model": "tiny", "messages": HI, "max_tokens": 2, "stream": True,
+            "vllm_xargs": {"sim_ttft_ms": 2500}}
+    r = requests.post(url + "/v1/chat/completions", json=body, timeout=60)
+    assert r.status_code == 200
+    return r.text
+
+
+def test_keep_alive_comments_while_waiting(vllm, greenfront):
+    for text in (_stream(vllm), _stream(greenfront)):
+        head = text.split("data: ", 1)[0]
+        assert ": keep-alive\n\n" in head, text[:300]
+        assert text.rstrip().endswith("data: [DONE]")
