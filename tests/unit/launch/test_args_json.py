@@ -104,3 +104,14 @@ def test_frontend_options_become_settings():
     assert settings["GREENFRONT_SYSTEM_FINGERPRINT"] == ""
     with pytest.raises(UnsupportedOptions):
         settings_from_args_json(json.dumps({"model_tag": "/m", "sse_keep_alive_interval": -1}))
+
+
+def test_pooling_runner_options_are_accepted_and_others_refused():
+    """``vllm serve --runner pooling --convert embed|classify``: the engine pools and greenfront
+    learns it from get_supported_tasks (docs/pooling.md §1); other runners are refused."""
+    import json as _json
+    from launch.args_json import UnsupportedOptions, settings_from_args_json
+    for runner, convert in (("pooling", "embed"), ("pooling", "classify"), ("generate", "auto")):
+        settings_from_args_json(_json.dumps({"model": "m", "runner": runner, "convert": convert}))
+    with pytest.raises(UnsupportedOptions):
+        settings_from_args_json(_json.dumps({"model": "m", "runner": "draft"}))
