@@ -22,8 +22,8 @@ from middleware.http_metrics import HttpMetrics
 from middleware.load_tracking import LoadTracking
 from middleware.offload import OffloadMiddleware
 from middleware.root_path import RootPath
-from middleware.task_routes import TaskRoutes
 from resources.abort_requests import AbortRequestsResource
+from middleware.task_routes import TaskRoutes
 from resources.admin import register_admin_routes
 from resources.admin.lora import load_static_modules
 from resources.chat.resource import ChatCompletionsResource
@@ -32,13 +32,11 @@ from resources.cohere_embed.resource import CohereEmbedResource
 from resources.completions.resource import CompletionsResource
 from resources.embeddings.resource import EmbeddingsResource
 from resources.generate.resource import GenerateResource
-from resources.pooling.resource import PoolingResource
-from resources.score.resource import RerankResource, ScoreResource
-from resources.health import (HealthResource, LoadResource, MetricsResource, ReadyResource,
-                              VersionResource)
 from resources.health import (HealthResource, KvEventSourcesResource, LoadResource,
                               MetricsResource, ReadyResource, VersionResource)
 from resources.messages.resource import CountTokensResource, MessagesResource
+from resources.pooling.resource import PoolingResource
+from resources.score.resource import RerankResource, ScoreResource
 from resources.models import ModelsResource
 from resources.responses.resource import ResponsesResource
 from resources.responses.stored import CancelResponseResource, StoredResponseResource
@@ -49,7 +47,8 @@ from runtime import shutdown
 from runtime.request_pool import get_pool
 from runtime.lora_registry import lora_registry
 from runtime.state import WorkerState
-from runtime.worker import current_serving
+from runtime.worker import Listener, current_serving
+from rpc.server import handler_for as grpc_handler
 
 
 def build_api(config: Config, state: WorkerState | None = None,
@@ -87,6 +86,9 @@ def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
     app.add_route("/tokenize", TokenizeResource(state))
     app.add_route("/detokenize", DetokenizeResource(state))
     app.add_route("/inference/v1/generate", GenerateResource(state))
+    app.add_route("/inference/v1/abort_requests", AbortRequestsResource(state))
+    if config.enable_tokenizer_info_endpoint:
+        app.add_route("/tokenizer_info", TokenizerInfoResource(state))
     # Pooling models (docs/pooling.md): served only for the engines' tasks (middleware.task_routes).
     app.add_route("/v1/embeddings", EmbeddingsResource(state))
     app.add_route("/pooling", PoolingResource(state))
@@ -96,9 +98,6 @@ def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
         app.add_route(path, ScoreResource(state))
     for path in ("/rerank", "/v1/rerank", "/v2/rerank"):
         app.add_route(path, RerankResource(state))
-    app.add_route("/inference/v1/abort_requests", AbortRequestsResource(state))
-    if config.enable_tokenizer_info_endpoint:
-        app.add_route("/tokenizer_info", TokenizerInfoResource(state))
     # Dev-mode and LoRA routes (utility calls to the engines), each behind its vLLM switch.
     register_admin_routes(app, state, config)
     if config.lora_modules:
@@ -145,3 +144,8 @@ logging.basicConfig(level=logging.INFO, format="%(asctime)s [%(process)d] [%(nam
 _serving = current_serving()
 api = (build_api(_serving.config, _serving.state, _serving.drain) if _serving
        else build_api(Config.from_env()))
+if _serving is not None and _serving.config.grpc_listen_fd is not None:
+    # gRPC (docs/grpc.md): served by the worker beside HTTP, on the master's listening socket.
+    _serving.listeners.append(Listener(_serving.config.grpc_listen_fd,
+                                       grpc_handler(_serving.state, _serving.drain,
+                                                    _serving.config)))

@@ -76,6 +76,10 @@ def _spawn(server, args: list[str], pass_fds: tuple[int, ...] = ()) -> subproces
 def on_starting(server):
     global _config
     cfg = _config.with_run_dir()
+    if cfg.grpc_port or cfg.grpc_listen_fd is not None:
+        from rpc.listener import open_listener  # gRPC's listener, shared by the workers
+
+        cfg = _config = open_listener(cfg)
     prepare_multiprocess_dir(cfg, server.log)
     if cfg.engine_mode == "launched":
         server.log.info("launched by vllm serve: waiting for %d engine(s) on the inherited sockets",

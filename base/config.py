@@ -32,7 +32,9 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from base.frontend_options import FrontendOptions
+from base.grpc_settings import GrpcSettings
 from base.host import WORKERS_CAP, default_worker_count, local_model_dir, reachable_host
+from base.messages_settings import MessagesSettings
 from base.parity_settings import ParitySettings
 from base.responses_settings import ResponsesSettings
 from base.settings import (  # noqa: F401  (the parsers are re-exported for declarations elsewhere)
@@ -55,7 +57,8 @@ DEFAULT_MODEL_DIR = os.path.join(HERE, "models", "tekken-tiny")
 
 
 @dataclass(frozen=True)
-class Config(FrontendOptions, ParitySettings, ResponsesSettings):
+class Config(FrontendOptions, GrpcSettings, MessagesSettings, ParitySettings,
+             ResponsesSettings):
     """Every setting of greenfront, each declared once (docs/settings.md's table is made from
     these)."""
 

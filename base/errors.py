@@ -101,6 +101,15 @@ class ServerError(ApiError):
     type = "InternalServerError"
 
 
+class EngineFailed(ServerError):
+    """500 for a request in flight when its engine core died: vLLM's ``EngineDeadError`` answer,
+    its message word for word (the reason is in the log; docs/parity.md §8)."""
+
+    def __init__(self) -> None:
+        super().__init__("EngineCore encountered an issue. See stack trace (above) for the root "
+                         "cause.")
+
+
 class EngineUnavailable(ApiError):
     """503: the engine is dead, not yet registered, or shutting down."""
     status = 503

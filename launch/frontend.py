@@ -4,7 +4,7 @@
 Accepts exactly vLLM's frontend command line (docs/engine-protocol.md §6.2), turns
 ``--args-json`` into greenfront settings, marks the inherited sockets inheritable and execs
 gunicorn with ``GREENFRONT_WORKERS`` gevent workers (the same default as standalone) bound to the
-inherited HTTP socket (``fd://N``). ``engine.relay`` owns the input/output listeners and serves
+inherited HTTP socket (``fd://N``; the gRPC one, ``--grpc-listen-fd``, served beside it). ``engine.relay`` owns the input/output listeners and serves
 every worker as an engine client. Each worker waits for every engine's registration.
 Exit codes: 2 for a bad command line or refused options; gunicorn's own afterwards (0 on SIGTERM,
 3 when the worker halts the server: engine registration timeout, engine death).
@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     frontend.add_argument("--data-parallel-size", type=int, default=None)
     frontend.add_argument("--coordinator-address", default=None)
     frontend.add_argument("--grpc-listen-fd", type=int, default=None,
-                          help="accepted; greenfront serves no gRPC")
+                          help="inherited gRPC socket (bound, not listening): docs/grpc.md")
     frontend.add_argument("--args-json", required=True)
     serve.add_parser(commands)
     return parser
@@ -57,6 +57,9 @@ def launch_settings(ns: argparse.Namespace) -> dict[str, str]:
         "GREENFRONT_ENGINE_COUNT": str(ns.engine_count),
         "GREENFRONT_COORDINATOR_ADDRESS": ns.coordinator_address or "",
     })
+    if ns.grpc_listen_fd is not None:  # vllm serve bound the gRPC port: serve that socket
+        settings["GREENFRONT_GRPC_LISTEN_FD"] = str(ns.grpc_listen_fd)
+        settings.pop("GREENFRONT_GRPC_PORT", None)
     return settings
 
 
@@ -72,15 +75,15 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, UnsupportedOptions) as exc:
         print(f"greenfront: {exc}", file=sys.stderr)
         return 2
-    for fd in (ns.listen_fd, ns.input_listener_fd, ns.output_listener_fd):
+    inherited = (ns.listen_fd, ns.input_listener_fd, ns.output_listener_fd)
+    if ns.grpc_listen_fd is not None:
+        inherited += (ns.grpc_listen_fd,)
+    for fd in inherited:
         try:
             os.set_inheritable(fd, True)
         except OSError as exc:
             print(f"greenfront: inherited fd {fd} is not usable: {exc}", file=sys.stderr)
             return 2
-    if ns.grpc_listen_fd is not None:
-        print("greenfront: --grpc-listen-fd given; greenfront serves no gRPC, only HTTP",
-              file=sys.stderr)
     exec_gunicorn(settings)
     return 0  # not reached
 

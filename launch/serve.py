@@ -31,7 +31,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     """The ``serve`` sub-command, with one flag per honoured option of the table."""
     serve = commands.add_parser(
         "serve", help="serve standalone (with the simulator or external engines)",
-        description="greenfront serve MODEL [options]: vllm serve's frontend options.")
+        description="greenfront serve MODEL [options]: vllm serve's frontend options.",
+        # No prefixes: `--grpc` (refused) must not be taken for `--grpc-port`.
+        allow_abbrev=False)
     serve.add_argument("model_tag", metavar="MODEL", help="model directory or hub id")
     serve.add_argument("--host", default=None)
     serve.add_argument("--port", type=int, default=8000)

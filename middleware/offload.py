@@ -39,10 +39,10 @@ OFFLOADED_PATHS = frozenset({
     "/tokenize",
     "/detokenize",
     "/inference/v1/generate",
+    "/v1/responses",
     # Pooling routes (docs/pooling.md): batches of inputs tokenized in the pool.
     "/v1/embeddings", "/pooling", "/classify", "/score", "/v1/score", "/rerank", "/v1/rerank",
     "/v2/rerank", "/v2/embed",
-    "/v1/responses",
 })
 
 _READ_CHUNK = 1 << 20

@@ -45,6 +45,8 @@ class GenerationResource:
     #: answers its handler's errors in Anthropic's) and the stream's error event.
     error_envelope: str | None = None
     stream_error_event: Callable[..., bytes] = staticmethod(error_event)
+    #: ``--sse-keep-alive-interval`` applies (vLLM: chat and completions streams only)
+    sse_keep_alive: bool = False
     output_state: Callable[..., Any] = staticmethod(
         lambda prepared, ctx, generation: RequestState(prepared, ctx))
 
@@ -76,6 +78,7 @@ class GenerationResource:
             resp.data = b""
             return
         output_state = type(self).output_state(prepared, ctx, generation)
+        output_state.timings = [stream.timing for stream in generation.streams]
         metrics = state.metrics
 
         def on_finished(output_state: RequestState) -> None:  # HTTP hub
@@ -83,9 +86,7 @@ class GenerationResource:
         if prepared.stream:
             renderer = type(self).stream_renderer(prepared, ctx)
             resp.content_type = SSE
-            # vLLM sends keep-alive comments on chat and completions streams only.
-            keep_alive = (state.config.sse_keep_alive_interval
-                          if prepared.kind in ("chat", "completion") else 0)
+            keep_alive = state.config.sse_keep_alive_interval if self.sse_keep_alive else 0
             resp.stream = StreamingBody(generation, output_state, renderer, cancel,
                                         type(self).stream_error_event, on_finished,
                                         self.error_envelope, keep_alive)

@@ -49,6 +49,7 @@ class ServingContext:
         enable_prompt_tokens_details: ``--enable-prompt-tokens-details``.
         return_tokens_as_token_ids: ``--return-tokens-as-token-ids`` (a request's own field wins).
         exclude_tools_when_tool_choice_none: ``--exclude-tools-when-tool-choice-none``.
+        enable_per_request_metrics: ``--enable-per-request-metrics``.
         default_chat_template_kwargs: ``--default-chat-template-kwargs``
             (``GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS``).
         max_stop_strings: ``VLLM_MAX_STOP_STRINGS``.
@@ -80,6 +81,7 @@ class ServingContext:
     enable_prompt_tokens_details: bool = False
     return_tokens_as_token_ids: bool = False
     exclude_tools_when_tool_choice_none: bool = False
+    enable_per_request_metrics: bool = False
     default_chat_template_kwargs: dict | None = None
     max_stop_strings: int = 4
     max_n: int = 16384

@@ -115,6 +115,16 @@ class Drain:
         if self.close_idle is not None:
             self.close_idle()
 
+    def answer_in_flight(self, error: Exception | None) -> None:
+        """Before the worker halts (its engine died, a ``--lora-modules`` module did not load):
+        end every request in flight with ``error`` (None: the engine client ended them) and
+        wait until their answers are written (at most ``ANSWER_WAIT``)."""
+        if error is not None and self.abort_all is not None:
+            self.abort_all(error)
+        if self.active:
+            log.info("halting: answering %d request(s) in flight first", self.active)
+        self._idle.wait(ANSWER_WAIT)
+
     def _abort(self) -> None:
         if self.abort_all is None:
             return

@@ -41,8 +41,13 @@ class WorkerState:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.pid: int | None = None
-        #: HTTP hub: called once every engine registered (app.py adds ``--lora-modules``' load).
-        self.engines_ready_hooks: list[Callable[[], None]] = []
+        #: HTTP hub: called once every engine registered (app.py adds ``--lora-modules``' load);
+        #: a hook that returns a greenlet delays accepting until it ends (``wait_for_engines``).
+        self.engines_ready_hooks: list[Callable[[], object]] = []
+        self._startup_work: list[gevent.Greenlet] = []
+        #: Before a halt: end what is in flight with the error (None: already ended) and wait
+        #: for the answers to be written (the worker's drain sets it, ``runtime.worker``).
+        self.before_halt: Callable[[Exception | None], None] | None = None
         #: HTTP hub: completions and chat requests in flight (``middleware.load_tracking``).
         self.tracked_requests = 0
         self.model = None
@@ -56,7 +61,8 @@ class WorkerState:
         self.bus: WorkerBus | None = None
         self._context = None
         self.started_at: float = 0.0
-        self.metrics = Metrics(config.model_names[0], config.metrics_flush_interval)
+        self.metrics = Metrics(config.model_names[0], config.metrics_flush_interval,
+                               config.custom_histogram_buckets)
         self.hub_lag = HubLagMonitor(config.hub_lag_interval, self.metrics.observe_hub_lag)
         #: What /ready answers from; the shutdown path and the stall detector feed it.
         self.readiness = Readiness(config.ready_max_hub_lag, engines=lambda: self.client,
@@ -141,7 +147,12 @@ class WorkerState:
         deadline = time.monotonic() + self.config.accept_wait
         while (left := deadline - time.monotonic()) > 0:
             if self.client.wait_ready(min(left, 1.0)):
-                return
+                break
+            heartbeat()
+        # Then for the start-up work (``--lora-modules``): vLLM serves only once it is done.
+        while self._startup_work and (left := deadline - time.monotonic()) > 0:
+            gevent.joinall(self._startup_work, timeout=min(left, 1.0))
+            self._startup_work = [g for g in self._startup_work if not g.dead]
             heartbeat()
 
     def _make_client(self) -> EngineClient:
@@ -180,7 +191,9 @@ class WorkerState:
         except Exception:  # metrics must never keep the worker from serving
             log.exception("could not set up the vLLM metric families")
         for hook in self.engines_ready_hooks:
-            hook()
+            work = hook()
+            if isinstance(work, gevent.Greenlet):
+                self._startup_work.append(work)
 
     def _watch_registration(self) -> None:
         """HTTP hub: halt the server when the engines do not register in time (as vLLM does)."""
@@ -197,8 +210,19 @@ class WorkerState:
         if self.config.exit_on_engine_death:
             log.error("stopping: the engine core died (%s); VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1 "
                       "keeps the server up", reason)
-            # Let the error responses that were just written reach their clients first.
-            gevent.spawn_later(0.5, halt_server)
+            # The engine client failed every request in flight: their answers go out first.
+            gevent.spawn(self.halt, None)
+
+    def halt(self, error: Exception | None) -> None:
+        """HTTP hub: stop the whole server (non-zero exit), after answering what is in flight
+        with ``error`` (None: the engine client already failed it): a client never sees its
+        connection closed without an answer (docs/parity.md §8)."""
+        if self.before_halt is not None:
+            try:
+                self.before_halt(error)
+            except Exception:
+                log.exception("answering the requests in flight before halting")
+        halt_server()
 
     def stop(self) -> None:
         """Non-blocking shutdown: engine thread and pool are told to end, not waited for."""
@@ -267,6 +291,7 @@ class WorkerState:
             enable_prompt_tokens_details=cfg.enable_prompt_tokens_details,
             return_tokens_as_token_ids=cfg.return_tokens_as_token_ids,
             exclude_tools_when_tool_choice_none=cfg.exclude_tools_when_tool_choice_none,
+            enable_per_request_metrics=cfg.enable_per_request_metrics,
             max_stop_strings=cfg.max_stop_strings,
             max_n=cfg.max_n,
             max_completion_prompts=cfg.max_completion_prompts,

@@ -9,7 +9,8 @@ configuration for its slot, the ``WorkerState``, the ``Drain``), which ``app.py`
 - starts the engine client and waits (bounded) for the engines before it accepts connections,
   so a fresh or restarted worker takes no request it could only answer with 503;
 - serves each listener with ``runtime.accept.PromptStartServer`` (batched accepts, connection
-  greenlets started at once);
+  greenlets started at once): gunicorn's HTTP sockets and the ``Serving.listeners`` the
+  application adds (the gRPC listener, ``rpc/server.py``);
 - on SIGTERM starts the drain (``runtime.shutdown``: 503 for new requests, in-flight ones finish
   within ``--shutdown-timeout``) beside gunicorn's own stop, and closes the idle keep-alive
   connections at its end;
@@ -22,9 +23,10 @@ from __future__ import annotations
 import dataclasses
 import time
 from functools import partial
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import gevent
+import gevent.socket
 from gevent.pool import Pool
 from gunicorn.sock import ssl_context
 from gunicorn.workers.ggevent import GeventWorker
@@ -38,12 +40,23 @@ if TYPE_CHECKING:
 
 
 @dataclasses.dataclass(frozen=True)
+class Listener:
+    """A listening socket the worker serves beside gunicorn's HTTP ones (the gRPC listener):
+    made in the master, so the workers share it; ``handle(sock, address)`` serves one accepted
+    connection. The application (``app.py``) adds it, since the layers above build the handler."""
+
+    fd: int
+    handle: Callable[[Any, Any], None]
+
+
+@dataclasses.dataclass(frozen=True)
 class Serving:
     """What one worker serves with: built once per worker process, after fork."""
 
     config: "Config"
     state: "WorkerState"
     drain: Drain
+    listeners: list[Listener] = dataclasses.field(default_factory=list)
 
 
 #: The serving parts of this worker process. Owning thread: the worker's main thread (the HTTP
@@ -91,6 +104,7 @@ class GreenfrontWorker(GeventWorker):
         config = self.config.for_worker(self.slot)
         state = WorkerState(config)
         _serving = Serving(config, state, Drain.for_worker(config, state, self.close_idle))
+        state.before_halt = _serving.drain.answer_in_flight
         super().load_wsgi()
 
     @property
@@ -107,6 +121,12 @@ class GreenfrontWorker(GeventWorker):
             sock.setblocking(1)
             server = PromptStartServer(sock, handle=partial(self.handle, sock),
                                        spawn=Pool(self.worker_connections), **ssl_args)
+            server.start()
+            self._servers.append(server)
+        for listener in self.serving.listeners:
+            sock = gevent.socket.socket(fileno=listener.fd)
+            server = PromptStartServer(sock, handle=listener.handle,
+                                       spawn=Pool(self.worker_connections))
             server.start()
             self._servers.append(server)
         try:

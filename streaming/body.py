@@ -207,3 +207,6 @@ class DeferredBody:
 
 def _ignore(index: int, delta: Delta) -> None:
     pass
+
+#: The pump a non-HTTP body (the gRPC services, rpc/inference) drives the same way.
+Pump = _Pump

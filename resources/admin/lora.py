@@ -32,9 +32,10 @@ import os
 from typing import Any
 
 import falcon
+import gevent
 
 from base.config import Config
-from base.errors import NotFound, ServerError
+from base.errors import EngineUnavailable, NotFound, ServerError
 from resources.admin.engines import NO_TIMEOUT, call_each, engine_client
 from resources.common.fields import (
     MISSING,
@@ -48,7 +49,7 @@ from resources.common.fields import (
 )
 from resources.request_body import read_json
 from runtime.lora_registry import InvalidUserInput, LoraAdapter, LoraRegistry, lora_registry
-from runtime.state import WorkerState, halt_server
+from runtime.state import WorkerState
 
 log = logging.getLogger("greenfront.lora")
 
@@ -126,11 +127,34 @@ def load_adapter(state: WorkerState, registry: LoraRegistry, name: str, path: st
     log.info("loaded LoRA adapter %r (id %d) from %r", name, adapter.int_id, path)
 
 
+def unload_adapter(state: WorkerState, registry: LoraRegistry, name: str) -> LoraAdapter:
+    """HTTP hub: remove adapter ``name`` from every engine and from the registry.
+
+    Raises:
+        ApiError: not loaded (404), or an engine failed the removal (500).
+    """
+    client = engine_client(state)
+    adapter = registry.begin_unload(name)
+    ok = False
+    try:
+        results = call_each(client, "remove_lora", [adapter.int_id])
+        failed = [exc for _rank, good, exc in results if not good]
+        if failed:
+            raise ServerError(failed[0].message)
+        # A false result means that engine no longer held it (evicted): the goal is met.
+        ok = True
+    finally:
+        registry.end_unload(adapter, ok)
+    log.info("unloaded LoRA adapter %r (id %d)", name, adapter.int_id)
+    return adapter
+
+
 def load_static_modules(state: WorkerState, registry: LoraRegistry) -> None:
     """HTTP hub, once the engines registered: ``--lora-modules``, loaded by worker slot 0 (the
     registry shares them with the other workers); one already listed is not loaded again (a
     restarted worker). A module that fails to load stops the server, as vLLM fails its start."""
     if state.config.worker_slot != 0:
+        _wait_for_static_modules(state, registry)
         return
     listed = {a.name: a.path for a in registry.adapters()}
     for name, path, base, is_3d in state.config.lora_modules:
@@ -139,10 +163,18 @@ def load_static_modules(state: WorkerState, registry: LoraRegistry) -> None:
         try:
             load_adapter(state, registry, name, path, is_3d=is_3d, base_model_name=base)
         except Exception as exc:
-            log.error("stopping: --lora-modules %s=%s did not load: %s", name, path,
-                      getattr(exc, "message", exc))
-            halt_server()
+            reason = f"--lora-modules {name}={path} did not load: {getattr(exc, 'message', exc)}"
+            log.error("stopping: %s", reason)
+            state.halt(EngineUnavailable(f"The server is stopping: {reason}."))
             return
+
+
+def _wait_for_static_modules(state: WorkerState, registry: LoraRegistry) -> None:
+    """The other workers: until slot 0 listed every module (their start waits for this, as
+    vLLM serves only once they are loaded; a module that fails halts the server anyway)."""
+    names = {module[0] for module in state.config.lora_modules}
+    while not names <= {a.name for a in registry.adapters()}:
+        gevent.sleep(0.2)
 
 
 # -- resources ----------------------------------------------------------------------------------
@@ -199,19 +231,7 @@ class UnloadLoraAdapterResource:
         name = body["lora_name"]
         if not name:
             raise InvalidUserInput("'lora_name' needs to be provided to unload a LoRA adapter.")
-        client = engine_client(self._state)
-        adapter = self._registry.begin_unload(name)
-        ok = False
-        try:
-            results = call_each(client, "remove_lora", [adapter.int_id])
-            failed = [exc for _rank, good, exc in results if not good]
-            if failed:
-                raise ServerError(failed[0].message)
-            # A false result means that engine no longer held it (evicted): the goal is met.
-            ok = True
-        finally:
-            self._registry.end_unload(adapter, ok)
-        log.info("unloaded LoRA adapter %r (id %d)", name, adapter.int_id)
+        unload_adapter(self._state, self._registry, name)
         resp.status = falcon.HTTP_200
         resp.content_type = falcon.MEDIA_TEXT
         resp.text = f"Success: LoRA adapter '{name}' removed successfully."

@@ -18,6 +18,7 @@ from typing import Any
 
 from base.jsonio import dumps
 from runtime.serving_context import ServingContext
+from resources.common.request_metrics import request_metrics
 from resources.common.logprobs import chat_logprobs, prompt_logprobs_json
 from resources.common.output import ChoiceDelta, RequestState
 from resources.common.prepared import PreparedRequest
@@ -196,4 +197,4 @@ def render_chat_response(prepared: PreparedRequest, state: RequestState) -> byte
         "prompt_logprobs": prompt_logprobs,
         "prompt_token_ids": first.choice.prompt_token_ids if prepared.return_token_ids else None,
         "prompt_text": prepared.prompt_text, "kv_transfer_params": state.kv_transfer_params,
-        "ec_transfer_params": state.ec_transfer_params, "metrics": None})
+        "ec_transfer_params": state.ec_transfer_params, "metrics": request_metrics(state)})

@@ -14,6 +14,7 @@ from resources.generate_resource import GenerationResource
 class ChatCompletionsResource(GenerationResource):
     """Create a chat completion."""
 
+    sse_keep_alive = True
     prepare = staticmethod(prepare_chat)
     stream_renderer = ChatStreamRenderer
     render_response = staticmethod(render_chat_response)

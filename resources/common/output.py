@@ -112,6 +112,8 @@ class RequestState:
         # prompt's final output (its last sample to finish); None without a connector.
         self.kv_transfer_params: dict | None = None
         self.ec_transfer_params: dict | None = None
+        #: the engine requests' timing (``engine.request_stats``), for per-request metrics
+        self.timings: list = []
         # PERF: a streamed chat reads it in every chunk (continuous usage); the prompts never
         # change. Each prompt counted once, not once per sample.
         seen: dict[int, int] = {}

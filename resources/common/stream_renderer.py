@@ -9,6 +9,7 @@ from typing import Any
 from runtime.serving_context import ServingContext
 from resources.common.output import RequestState
 from resources.common.prepared import PreparedRequest
+from resources.common.request_metrics import stream_metrics
 from resources.common.sse import DONE, frame
 
 
@@ -46,4 +47,7 @@ class StreamRenderer:
         body: dict[str, Any] = {**self.head, "choices": [], "usage": usage}
         if self.fingerprint is not None:
             body["system_fingerprint"] = self.fingerprint
+        metrics = stream_metrics(state)
+        if metrics is not None:
+            body["metrics"] = metrics
         return frame(body) + DONE

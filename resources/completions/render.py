@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from base.jsonio import dumps
+from resources.common.request_metrics import request_metrics
 from resources.common.logprobs import completion_logprobs, prompt_logprobs_json
 from resources.common.output import ChoiceDelta, RequestState
 from resources.common.prepared import PreparedRequest
@@ -102,4 +103,5 @@ def render_completion_response(prepared: PreparedRequest, state: RequestState) -
                   "model": prepared.model, "choices": choices, "service_tier": None,
                   "system_fingerprint": state.ctx.system_fingerprint, "usage": usage,
                   "kv_transfer_params": state.kv_transfer_params,
-                  "ec_transfer_params": state.ec_transfer_params, "metrics": None})
+                  "ec_transfer_params": state.ec_transfer_params,
+                  "metrics": request_metrics(state)})

@@ -14,6 +14,7 @@ from resources.generate_resource import GenerationResource
 class CompletionsResource(GenerationResource):
     """Create a completion (OpenAI's legacy completions API)."""
 
+    sse_keep_alive = True
     prepare = staticmethod(prepare_completion)
     stream_renderer = CompletionStreamRenderer
     render_response = staticmethod(render_completion_response)

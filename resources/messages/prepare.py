@@ -90,11 +90,12 @@ def disabled_thinking_effort(ctx: ServingContext) -> str:
     return answer
 
 
-def _chat_body_of(f: types.CountTokensRequest, ctx: ServingContext) -> dict:
+def _chat_body_of(f: types.CountTokensRequest, ctx: ServingContext, effort: str) -> dict:
+    """``effort``: ``--anthropic-disabled-thinking-effort`` ("auto": probed)."""
     template = ctx.chat_template
     disabled = "none"
     if f.thinking is not None and f.thinking["type"] == "disabled":
-        disabled = disabled_thinking_effort(ctx)
+        disabled = disabled_thinking_effort(ctx) if effort == "auto" else effort
     return chat_body(f, merge_inline=needs_system_first(template.source if template else None),
                      disabled_effort=disabled)
 
@@ -106,9 +107,10 @@ def _parsed(body: Any, table: list, struct: type) -> Any:
         raise in_envelope(exc, "openai")
 
 
-def prepare_messages(body: Any, ctx: ServingContext, *,
-                     header_request_id: str | None = None) -> PreparedRequest:
-    """A ``/v1/messages`` body as the chat pipeline's ``PreparedRequest``.
+def prepare_messages(body: Any, ctx: ServingContext, *, header_request_id: str | None = None,
+                     disabled_effort: str = "auto") -> PreparedRequest:
+    """A ``/v1/messages`` body as the chat pipeline's ``PreparedRequest``
+    (``disabled_effort``: ``--anthropic-disabled-thinking-effort``).
 
     Raises:
         RequestValidationError: the Anthropic fields' errors (OpenAI's envelope).
@@ -118,14 +120,14 @@ def prepare_messages(body: Any, ctx: ServingContext, *,
     if f.ec_transfer_params is not None:
         raise InvalidRequest("ec_transfer_params is not supported: greenfront has no "
                              "encoder-cache transfer.", param="ec_transfer_params")
-    chat = parse_chat(_chat_body_of(f, ctx), ctx)
+    chat = parse_chat(_chat_body_of(f, ctx, disabled_effort), ctx)
     return prepare_parsed_chat(chat, ctx, header_request_id=header_request_id)
 
 
-def count_tokens(body: Any, ctx: ServingContext) -> bytes:
+def count_tokens(body: Any, ctx: ServingContext, disabled_effort: str = "auto") -> bytes:
     """The ``/v1/messages/count_tokens`` answer: the rendered prompt's length."""
     f = _parsed(body, types.COUNT_FIELDS, types.CountTokensRequest)
-    chat = parse_chat(_chat_body_of(f, ctx), ctx)
+    chat = parse_chat(_chat_body_of(f, ctx, disabled_effort), ctx)
     count = len(chat_prompt_ids(chat, ctx))
     return dumps({"input_tokens": count,
                   "context_management": {"original_input_tokens": count}})

@@ -9,6 +9,8 @@ Runs on: a request-pool thread.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import falcon
 
 from base.errors import ApiError, in_envelope
@@ -30,6 +32,10 @@ class MessagesResource(GenerationResource):
     error_envelope = "anthropic"
     stream_error_event = staticmethod(error_event)
 
+    def prepare_request(self, body: Any, ctx: Any, req: falcon.Request) -> Any:
+        return prepare_messages(body, ctx, header_request_id=req.get_header("X-Request-Id"),
+                                disabled_effort=self._state.config.anthropic_disabled_thinking_effort)
+
     def request_schemas(self) -> dict[str, dict]:
         return {"AnthropicMessagesRequest": fields_schema(
             types.fields(self._state.config.max_stop_strings), "AnthropicMessagesRequest")}
@@ -45,7 +51,8 @@ class CountTokensResource:
         ctx = self._state.serving_context()
         body = read_json(req)
         try:
-            resp.data = count_tokens(body, ctx)
+            resp.data = count_tokens(body, ctx,
+                                     self._state.config.anthropic_disabled_thinking_effort)
         except ApiError as exc:
             raise in_envelope(exc, "anthropic")
         resp.content_type = falcon.MEDIA_JSON

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from resources.common.fields import (INVALID, MISSING, Field, Validator, add_error, v_bool,
-                                     v_dict, v_int, v_list, v_literal, v_nullable, v_str,
-                                     v_union, with_schema)
+from resources.common.fields import (INVALID, MISSING, Field, Validator, add_error, described,
+                                     v_any, v_bool, v_dict, v_int, v_list, v_literal,
+                                     v_nullable, v_str, v_union, with_schema)
 
 BLOCK_TYPES = ("text", "image", "tool_use", "tool_result", "tool_reference", "thinking",
                "redacted_thinking", "tool_addition", "tool_removal")
@@ -49,7 +49,8 @@ def v_model(class_name: str, fields: list[Field],
         message = after(out) if after is not None else None
         return out if message is None else value_error(errors, loc, message, value)
     required = [name for name, _, default in fields if default is MISSING]
-    return with_schema(check, {"type": "object", "title": class_name, "required": required})
+    return with_schema(described(check, "object", fields=fields),
+                       {"type": "object", "title": class_name, "required": required})
 
 
 def v_tagged(tags: dict[str, Validator], discriminator: str = "type") -> Validator:
@@ -72,7 +73,8 @@ def v_tagged(tags: dict[str, Validator], discriminator: str = "type") -> Validat
                              f"{expected}", value, {"discriminator": f"'{discriminator}'",
                                                     "tag": str(tag), "expected_tags": expected})
         return tags[tag](value, loc + (tag,), errors)
-    return with_schema(check, {"type": "object"})
+    return with_schema(described(check, "union", alternatives=tuple(tags.values())),
+                       {"anyOf": [getattr(v, "json_schema", {}) for v in tags.values()]})
 
 
 def _with_default_type(schema: dict) -> dict:
@@ -85,6 +87,9 @@ def _with_default_type(schema: dict) -> dict:
 def _input_schema(value: Any, loc: tuple, errors: list) -> Any:
     out = v_dict()(value, loc, errors)
     return INVALID if out is INVALID else _with_default_type(out)
+
+
+described(_input_schema, "dict", item=v_any())
 
 
 TOOL = v_model("AnthropicTool", [

@@ -79,9 +79,7 @@ def saver(config: Config, store: ResponseStore, messages: list[dict]) -> Callabl
     return save
 
 
-class StoredResponseResource:
-    """``GET /v1/responses/{response_id}``: a stored response (404 when there is none)."""
-
+class _StoreRoute:
     def __init__(self, config: Config) -> None:
         self._config = config
 
@@ -89,6 +87,10 @@ class StoredResponseResource:
         """HTTP hub: the stored record, read on a pool thread."""
         store = store_for(self._config)
         return get_pool(self._config).apply(_record, (store, response_id))
+
+
+class StoredResponseResource(_StoreRoute):
+    """``GET /v1/responses/{response_id}``: a stored response (404 when there is none)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, response_id: str) -> None:
         if req.get_param_as_bool("stream"):
@@ -98,7 +100,7 @@ class StoredResponseResource:
         resp.content_type = falcon.MEDIA_JSON
 
 
-class CancelResponseResource(StoredResponseResource):
+class CancelResponseResource(_StoreRoute):
     """``POST /v1/responses/{response_id}/cancel``: vLLM's answers (only background responses
     can be cancelled, and greenfront has none)."""
 

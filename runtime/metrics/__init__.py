@@ -103,10 +103,11 @@ class HttpRecorder:
 class Metrics:
     """The metrics of one worker process (see the module docstring)."""
 
-    def __init__(self, model_name: str, flush_interval: float = 0.1) -> None:
+    def __init__(self, model_name: str, flush_interval: float = 0.1,
+                 bucket_overrides: dict[str, tuple[float, ...]] | None = None) -> None:
         self.model_name = model_name
         self.flush_interval = flush_interval
-        self.families = Families(HTTP_FAMILIES + GREENFRONT_FAMILIES, 0)
+        self.families = Families(HTTP_FAMILIES + GREENFRONT_FAMILIES, 0, bucket_overrides)
         self._hub_batch = Batch()
         self.http = HttpRecorder(self.families, self._hub_batch)
         self._hub_lag = self.families["greenfront:hub_lag_seconds"]

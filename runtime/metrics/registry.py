@@ -33,8 +33,11 @@ class Families:
     """The metric objects by name. In multiprocess mode they are registered nowhere (the scrape
     reads the files); otherwise in ``registry``."""
 
-    def __init__(self, families: Iterable[Family], max_model_len: int) -> None:
+    def __init__(self, families: Iterable[Family], max_model_len: int,
+                 bucket_overrides: dict[str, tuple[float, ...]] | None = None) -> None:
         self.dir = multiprocess_dir()
+        # --custom-histogram-buckets: a family key's bounds replace its defaults verbatim.
+        self._overrides = bucket_overrides or {}
         self.registry = None if self.dir else CollectorRegistry()
         self.by_name: dict[str, Any] = {}
         self.add(families, max_model_len)
@@ -49,7 +52,9 @@ class Families:
         if family.kind == "gauge":
             kwargs["multiprocess_mode"] = family.mode
         if family.kind == "histogram":
-            kwargs["buckets"] = (one_two_five(max_model_len) if family.buckets == "request_tokens"
+            custom = self._overrides.get(family.buckets)
+            kwargs["buckets"] = (custom if custom is not None else
+                                 one_two_five(max_model_len) if family.buckets == "request_tokens"
                                  else BUCKETS[family.buckets])
         return _KINDS[family.kind](family.name, family.help, **kwargs)
 

@@ -26,11 +26,31 @@ class BadAnswer(AssertionError):
     """An answer that breaks the contract; the message says how, with the request."""
 
 
+def _anthropic(where: str) -> bool:
+    """/v1/messages answers its handler's errors in Anthropic's envelope, streams as Anthropic's
+    events (docs/messages.md)."""
+    return " /v1/messages" in where
+
+
+def _anthropic_envelope(status: int, body: object, raw: bytes, where: str) -> bool:
+    """Whether ``body`` is Anthropic's error envelope (then it must be well formed)."""
+    if not (_anthropic(where) and isinstance(body, dict) and body.get("type") == "error"):
+        return False
+    error = body.get("error")
+    if not (set(body) == {"type", "error"} and isinstance(error, dict)
+            and set(error) == {"type", "message"} and isinstance(error["type"], str)
+            and isinstance(error["message"], str)):
+        raise BadAnswer(f"{where}: malformed Anthropic error envelope: {raw[:300]!r}")
+    return True
+
+
 def _envelope(status: int, raw: bytes, where: str) -> None:
     try:
         body = json.loads(raw)
     except ValueError:
         raise BadAnswer(f"{where}: {status} body is not JSON: {raw[:300]!r}") from None
+    if _anthropic_envelope(status, body, raw, where):
+        return
     error = body.get("error") if isinstance(body, dict) else None
     if not (isinstance(body, dict) and set(body) == {"error"} and isinstance(error, dict)
             and set(error) == {"message", "type", "param", "code"}):
@@ -48,6 +68,8 @@ def _stream(resp: requests.Response, where: str) -> int:
             continue
         if done:
             raise BadAnswer(f"{where}: data after [DONE]: {line[:200]!r}")
+        if line.startswith(b"event: ") and _anthropic(where):
+            continue
         if not line.startswith(b"data: "):
             raise BadAnswer(f"{where}: not an SSE data line: {line[:200]!r}")
         data = line[6:]
@@ -62,6 +84,9 @@ def _stream(resp: requests.Response, where: str) -> int:
         if not isinstance(event, dict):
             raise BadAnswer(f"{where}: event is not an object: {data[:300]!r}")
         error = event.get("error")
+        if error is not None and _anthropic(where):
+            # Anthropic's error event has no status: any is a failure after the 200.
+            raise BadAnswer(f"{where}: stream ended with an error event: {data[:400]!r}")
         if error is not None:
             code = error.get("code") if isinstance(error, dict) else None
             if not isinstance(code, int) or code >= 500:
@@ -77,7 +102,8 @@ def check_answer(resp: requests.Response, where: str) -> None:
         raise BadAnswer(f"{where}: status {status}: {resp.content[:600]!r}")
     if status >= 400:
         _envelope(status, resp.content, where)
-        TALLY[(key, status, json.loads(resp.content)["error"]["type"])] += 1
+        error = json.loads(resp.content)["error"]
+        TALLY[(key, status, error["type"])] += 1
         return
     kind = resp.headers.get("content-type", "")
     if kind.startswith("text/event-stream"):

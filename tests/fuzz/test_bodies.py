@@ -18,6 +18,7 @@ from resources.chat import types as chat_types
 from resources.common.fields import MISSING, v_any, v_dict, v_float, v_list, v_nullable, v_str
 from resources.completions import types as completion_types
 from resources.generate import types as generate_types
+from resources.messages import types as messages_types
 from resources.tokenize import types as tokenize_types
 from tests.fuzz.checks import STREAM_TIMEOUT, check_answer
 from tests.fuzz.strategies import body_for, value_for, with_faults
@@ -59,6 +60,23 @@ def test_completions(server, http, body):
 @given(body=with_faults(body_for(chat_types.fields(MAX_STOP_STRINGS), base=_MESSAGES)))
 def test_chat_completions(server, http, body):
     _post(server, http, "/v1/chat/completions", body)
+
+
+_ANTHROPIC = st.fixed_dictionaries({"stream": st.booleans(), "max_tokens": st.integers(1, 20),
+                                    "messages": st.lists(st.fixed_dictionaries({
+                                        "role": st.sampled_from(["user", "assistant", "system"]),
+                                        "content": st.text(min_size=1, max_size=30)}),
+                                        min_size=1, max_size=3)})
+
+
+@given(body=with_faults(body_for(messages_types.fields(MAX_STOP_STRINGS), base=_ANTHROPIC)))
+def test_messages(server, http, body):
+    _post(server, http, "/v1/messages", body)
+
+
+@given(body=with_faults(body_for(messages_types.COUNT_FIELDS, base=_ANTHROPIC)))
+def test_messages_count_tokens(server, http, body):
+    _post(server, http, "/v1/messages/count_tokens", body)
 
 
 @given(body=with_faults(st.one_of(body_for(tokenize_types.COMPLETION_FIELDS),
@@ -124,7 +142,8 @@ def test_value_for_covers_every_table():
     tables = [completion_types.fields(MAX_STOP_STRINGS), chat_types.fields(MAX_STOP_STRINGS),
               tokenize_types.COMPLETION_FIELDS, tokenize_types.CHAT_FIELDS,
               tokenize_types.DETOKENIZE_FIELDS, generate_types.HEAD, generate_types.TAIL,
-              generate_types.SAMPLING, *ADMIN_BODIES.values()]
+              generate_types.SAMPLING, messages_types.fields(MAX_STOP_STRINGS),
+              messages_types.COUNT_FIELDS, *ADMIN_BODIES.values()]
     missing = [name for table in tables for name, validator, _ in table
                if not hasattr(validator, "spec")]
     assert missing == []

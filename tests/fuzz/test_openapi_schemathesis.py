@@ -38,6 +38,7 @@ OPERATIONS = [
     ("GET", "/health"), ("GET", "/ready"), ("GET", "/version"), ("GET", "/load"),
     ("GET", "/metrics"), ("GET", "/v1/models"),
     ("POST", "/v1/completions"), ("POST", "/v1/chat/completions"), ("POST", "/tokenize"),
+    ("POST", "/v1/messages"), ("POST", "/v1/messages/count_tokens"),
     ("POST", "/detokenize"), ("POST", "/inference/v1/generate"),
     ("POST", "/v1/load_lora_adapter"), ("POST", "/v1/unload_lora_adapter"),
     ("POST", "/reset_prefix_cache"), ("POST", "/reset_mm_cache"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -20,7 +21,9 @@ from tests.support.processes import free_port, reap, wait_healthy
 from tests.support.waiting import wait_for
 
 FLAGS = ["--return-tokens-as-token-ids", "--exclude-tools-when-tool-choice-none",
-         "--sse-keep-alive-interval", "1"]
+         "--sse-keep-alive-interval", "1",
+         "--custom-histogram-buckets", '{"request_latency": [0.25, 2.5]}',
+         "--enable-per-request-metrics"]
 SIM = "--output-mode echo --itl-ms 2 --ttft-ms 5"
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}}}}]
@@ -89,6 +92,42 @@ def test_keep_alive_comments_while_a_stream_waits(url):
         "token_ids": [1, 2, 3], "stream": True,
         "sampling_params": {"max_tokens": 2, "extra_args": {"sim_ttft_ms": 1500}}})
     assert r.status_code == 200 and "keep-alive" not in r.text
+
+
+def test_custom_histogram_buckets_replace_a_familys_bounds(url):
+    _post(url, "/v1/completions", {"prompt": "Hello", "max_tokens": 2})
+    text = requests.get(url + "/metrics", timeout=30).text
+    bounds = re.findall(r'vllm:e2e_request_latency_seconds_bucket\{[^}]*le="([^"]+)"', text)
+    assert sorted(set(bounds)) == ["+Inf", "0.25", "2.5"]
+    # A family not named keeps vLLM's defaults.
+    assert 'vllm:time_to_first_token_seconds_bucket{' in text
+    assert len(set(re.findall(r'vllm:time_to_first_token_seconds_bucket\{[^}]*le="([^"]+)"',
+                              text))) > 3
+
+
+METRIC_KEYS = {"time_to_first_token_ms", "generation_time_ms", "queue_time_ms", "mean_itl_ms",
+               "tokens_per_second", "speculative_decoding"}
+
+
+def test_per_request_metrics(url):
+    for path, body in (("/v1/chat/completions", {"messages": HI}),
+                       ("/v1/completions", {"prompt": "Hello world"})):
+        metrics = _post(url, path, {**body, "max_tokens": 4})["metrics"]
+        assert set(metrics) == METRIC_KEYS, metrics
+        assert metrics["speculative_decoding"] is None
+        assert all(isinstance(metrics[k], float) and metrics[k] >= 0
+                   for k in METRIC_KEYS - {"speculative_decoding"}), metrics
+        # Several samples: the figures would belong to one of them only.
+        assert _post(url, path, {**body, "max_tokens": 2, "n": 2})["metrics"] is None
+    r = requests.post(url + "/v1/chat/completions", timeout=30, json={
+        "model": "tiny", "messages": HI, "max_tokens": 3, "stream": True,
+        "stream_options": {"include_usage": True}})
+    chunks = [json.loads(line[6:]) for line in r.text.splitlines()
+              if line.startswith("data: {")]
+    assert "metrics" in chunks[-1] and chunks[-1]["choices"] == []
+    assert set(chunks[-1]["metrics"]) <= METRIC_KEYS - {"speculative_decoding"}
+    assert "time_to_first_token_ms" in chunks[-1]["metrics"]
+    assert all("metrics" not in c for c in chunks[:-1])
 
 
 class _UnixConnection(http.client.HTTPConnection):

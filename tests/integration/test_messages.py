@@ -134,3 +134,20 @@ def test_x_api_key_is_accepted(model_dir, tok):
         bad = anthropic.Anthropic(base_url=srv.url, api_key="wrong", max_retries=0)
         with pytest.raises(anthropic.AuthenticationError):
             ask(bad, tok, "ok")
+
+
+def test_engine_failure_is_anthropic_shaped(server):
+    body = {"model": "tiny", "max_tokens": 8, "messages": [{"role": "user", "content": "Hi"}],
+            "vllm_xargs": {"sim_error_after": 2}}
+    status, answer = post(server.url + "/v1/messages", body)
+    assert status == 500
+    assert answer == {"type": "error", "error": {"type": "InternalServerError",
+                                                 "message": "Internal server error"}}
+    req = urllib.request.Request(server.url + "/v1/messages",
+                                 data=json.dumps({**body, "stream": True}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        events = resp.read().decode().strip().split("\n\n")
+    assert events[0].startswith("event: message_start\n")
+    assert events[-1] == ('event: error\ndata: {"type":"error","error":{"type":"internal_error",'
+                          '"message":"Internal server error"}}')

@@ -91,6 +91,8 @@ def test_chain_across_workers_sqlite(marker_model_dir, tok):
         with pytest.raises(openai.BadRequestError) as err:
             c.responses.cancel(first.id)
         assert err.value.body["message"] == "Cannot cancel a synchronous response."
+        assert httpx.get(f"{srv.url}/v1/responses/x/cancel").status_code == 405
+        assert httpx.get(f"{srv.url}/v1/responses/x").status_code == 404
         unstored = turn(c, tok, "Sunny.", input="hi", store=False)
         with pytest.raises(openai.NotFoundError):
             c.responses.retrieve(unstored.id)

@@ -116,3 +116,41 @@ def vllm_frontend_on_simulator(logs: str, extra: list[str] | None = None,
 def descendants(pid: int) -> set[int]:
     """Every process below ``pid`` (from /proc), for checking that nothing is left behind."""
     return set(tree(pid)) - {pid}
+
+
+
+class RustFrontendProcess(VllmProcess):
+    """``vllm-rs serve`` run directly (no ``vllm serve`` around it)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: str, port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_path = log_path
+        self._log = open(log_path, "wb")
+        self.proc = subprocess.Popen(argv, env=dict(os.environ, **env), stdout=self._log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+
+
+@contextlib.contextmanager
+def rust_frontend_on_simulator(logs: str, extra: list[str] | None = None,
+                               sim_args: list[str] | None = None,
+                               timeout: float = 120.0) -> Iterator[VllmProcess]:
+    """vLLM's Rust frontend with greenfront's simulator joining its handshake as a remote
+    engine (its log: ``logs/sim.log``); ``extra`` adds to the frontend's command line (e.g.
+    ``--grpc-port``). Both are killed on exit."""
+    from tests.support.vllm_peers import external_frontend
+
+    port, rpc_port = free_port(), free_port()
+    argv, env = external_frontend("rust", port, rpc_port, model=MODEL)
+    frontend = RustFrontendProcess(argv + (extra or []), env,
+                                   os.path.join(logs, "rust-frontend.log"), port)
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "engine.sim", "--handshake", f"tcp://127.0.0.1:{rpc_port}",
+         "--max-model-len", "2048"] + (sim_args or ["--output-mode", "echo"]),
+        cwd=ROOT, stdout=open(os.path.join(logs, "sim.log"), "wb"), stderr=subprocess.STDOUT,
+        start_new_session=True)
+    try:
+        yield frontend.wait_healthy(timeout)
+    finally:
+        frontend.kill()
+        reap(engine, grace=0)

@@ -1,14 +1,16 @@
 """vLLM 0.32 frontend options, greenfront beside vLLM's own Python frontend (docs/options.md §2).
 
 vLLM's Python frontend runs on a greenfront simulator with ``--return-tokens-as-token-ids
---exclude-tools-when-tool-choice-none --sse-keep-alive-interval 1``; greenfront gets the same
+--exclude-tools-when-tool-choice-none --sse-keep-alive-interval 1 ...``; greenfront gets the same
 options on both launch paths: ``greenfront serve`` on its command line, and ``--args-json`` as
-``vllm serve`` hands it (the launch harness plays ``vllm serve``). Every simulator echoes the
+``vllm serve`` hands it (the launch harness plays ``vllm serve``); per-request metrics and
+custom histogram buckets too. Every simulator echoes the
 prompt, so the answers can be compared field by field.
 """
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -23,7 +25,8 @@ from tests.support.processes import free_port, reap, wait_healthy
 pytestmark = requires_peers
 
 FLAGS = ["--return-tokens-as-token-ids", "--exclude-tools-when-tool-choice-none",
-         "--sse-keep-alive-interval", "1"]
+         "--sse-keep-alive-interval", "1", "--enable-per-request-metrics",
+         "--custom-histogram-buckets", '{"request_latency": [0.25, 2.5]}']
 SIM = ["--output-mode", "echo", "--itl-ms", "2", "--vocab-size", "131072"]
 TOOLS = [{"type": "function", "function": {
     "name": "get_weather", "description": "Current weather in a city",
@@ -43,7 +46,9 @@ def greenfront(request, tmp_path_factory):
     if request.param == "args-json":
         fe = LaunchedFrontend(MODEL, sim_args=SIM, args={
             "return_tokens_as_token_ids": True, "exclude_tools_when_tool_choice_none": True,
-            "sse_keep_alive_interval": 1, "max_model_len": 2048})
+            "sse_keep_alive_interval": 1, "max_model_len": 2048,
+            "enable_per_request_metrics": True,
+            "custom_histogram_buckets": {"request_latency": [0.25, 2.5]}})
         try:
             yield fe.wait_healthy().url
         finally:
@@ -82,10 +87,16 @@ CASES = {
     "chat-tool-choice-none": ("/v1/chat/completions", {"messages": HI, "max_tokens": 2,
                                                        "tools": TOOLS, "tool_choice": "none"}),
     "chat-tool-choice-auto-tokenize": ("/tokenize", {"messages": HI, "tools": TOOLS}),
+    "chat-metrics": ("/v1/chat/completions", {"messages": HI, "max_tokens": 4}),
+    "completion-metrics-n2": ("/v1/completions", {"prompt": "Hello", "max_tokens": 2, "n": 2}),
 }
 
 
 def _part(case: str, answer: dict) -> object:
+    if case.endswith("metrics") or case.endswith("metrics-n2"):
+        # timings differ run to run: which figures are there, and which are null
+        metrics = answer["metrics"]
+        return None if metrics is None else {k: v is None for k, v in metrics.items()}
     if case.startswith("completion"):
         return answer["choices"][0]["text"], answer["choices"][0]["logprobs"]
     if case == "chat-logprobs":
@@ -108,6 +119,15 @@ def _stream(url: str) -> str:
     r = requests.post(url + "/v1/chat/completions", json=body, timeout=60)
     assert r.status_code == 200
     return r.text
+
+
+def test_custom_buckets_in_metrics(vllm, greenfront):
+    def bounds(url: str) -> list[str]:
+        post(url, "/v1/completions", {"prompt": "Hello", "max_tokens": 2})
+        text = requests.get(url + "/metrics", timeout=30).text
+        return sorted(set(re.findall(
+            r'vllm:e2e_request_latency_seconds_bucket\{[^}]*le="([^"]+)"', text)))
+    assert bounds(greenfront) == bounds(vllm) == ["+Inf", "0.25", "2.5"]
 
 
 def test_keep_alive_comments_while_waiting(vllm, greenfront):

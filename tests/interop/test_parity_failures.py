@@ -48,11 +48,7 @@ def _answers_when_the_engine_dies(stack) -> dict:
                for kind in ("whole", "stream") for i in range(2)]
     for t in threads:
         t.start()
-    deadline = time.time() + 60
-    while len([t for t in threads if t.is_alive()]) == 4 and time.time() < deadline:
-        time.sleep(0.5)  # running until the engine dies
-        if time.time() > deadline - 55:
-            break
+    time.sleep(5)  # all four running in the engine (1,800 tokens take minutes on CPU)
     engines = [p for p in descendants(stack.proc.pid) if "EngineCore" in _cmdline(p)]
     assert engines, "no EngineCore process found"
     for pid in engines:
@@ -69,7 +65,7 @@ def test_requests_in_flight_when_the_engine_dies_get_vllms_answer(tmp_path):
         stack = start(str(tmp_path / f"{name}.log"))
         try:
             answers[name] = _answers_when_the_engine_dies(stack.wait_healthy())
-            assert stack.proc.wait(timeout=90) != 0  # vllm serve stops, failing
+            stack.proc.wait(timeout=90)  # vllm serve stops (vLLM's exits 0, greenfront's 1)
         finally:
             stack.kill()
     theirs, ours = answers["python"], answers["greenfront"]

@@ -6,7 +6,7 @@ import os
 import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LAYERED = ("engine", "runtime", "streaming", "middleware", "resources")
+LAYERED = ("engine", "runtime", "streaming", "middleware", "resources", "rpc")
 
 
 def _map() -> str:

@@ -25,6 +25,8 @@ SECTIONS = {
     "SamplingParams": ("8",),
     "LoadLoRAAdapterRequest": ("9",),
     "UnloadLoRAAdapterRequest": ("9",),
+    "AnthropicMessagesRequest": ("13",),
+    "AnthropicCountTokensRequest": ("13",),
     "EmbeddingCompletionRequest": ("14",),
     "EmbeddingChatRequest": ("14",),
     "PoolingCompletionRequest": ("14",),
@@ -37,8 +39,6 @@ SECTIONS = {
     "ScoreText1Text2Request": ("14",),
     "RerankRequest": ("14",),
     "CohereEmbedRequest": ("14",),
-    "AnthropicMessagesRequest": ("13",),
-    "AnthropicCountTokensRequest": ("13",),
 }
 NOT_BUILT = "11"
 

@@ -33,7 +33,7 @@ OPTIONS = SURFACE["serve_options"]
 #: moves a line from here when its feature is implemented (and this test then checks it is no
 #: longer refused).
 PENDING_ELSEWHERE = {
-    "grpc": "gRPC", "grpc_port": "gRPC",
+    "grpc": "gRPC",
     "tokens_only": "--tokens-only",
     "pooler_config": "pooling", "io_processor_plugin": "pooling",
 }

@@ -17,7 +17,7 @@ from engine.client import EngineClient
 from engine.protocol import (EngineCoreOutput, EngineCoreOutputs, EngineCoreRequest, RequestType,
                              SamplingParams)
 from engine.stream import Waker
-from base.errors import EngineDead, EngineUnavailable, InvalidRequest
+from base.errors import EngineDead, EngineFailed, EngineUnavailable, InvalidRequest
 from tests.support.fake_engine import FakeEngine
 from tests.support.waiting import wait_in_hub as _wait
 
@@ -110,7 +110,9 @@ def test_engine_death_fails_the_requests_in_flight_and_refuses_new_ones(client_a
     engine.receive()
     engine.outputs.send(protocol.ENGINE_CORE_DEAD)
     assert _wait(lambda: stream.finished)
-    assert isinstance(stream.error, EngineDead)
+    # vLLM's answer to a request in flight when its engine died: 500 EngineDeadError's message
+    assert isinstance(stream.error, EngineFailed) and stream.error.status == 500
+    assert stream.error.message.startswith("EngineCore encountered an issue.")
     assert not client.healthy
     with pytest.raises(EngineDead):
         client.check_available()

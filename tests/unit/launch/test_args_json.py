@@ -3,6 +3,7 @@ options greenfront lacks are refused together."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -22,12 +23,12 @@ def test_honoured_options_become_settings_and_engine_options_are_ignored():
 def test_unimplemented_frontend_options_are_refused_in_one_message():
     with pytest.raises(UnsupportedOptions) as info:
         settings_from_args_json(json.dumps({"model_tag": "/m", "tool_server": "x",
-                                            "custom_histogram_buckets": "{}",
+                                            "enable_log_outputs": True,
                                             "tokenizer_mode": "mistral"}))
-    assert sorted(info.value.names) == ["custom_histogram_buckets", "tokenizer_mode",
+    assert sorted(info.value.names) == ["enable_log_outputs", "tokenizer_mode",
                                         "tool_server"]
     assert "--tool-server" in str(info.value)
-    assert "--custom-histogram-buckets" in str(info.value)
+    assert "--enable-log-outputs" in str(info.value)
 
 
 def test_tool_and_reasoning_parser_flags_become_settings():
@@ -104,6 +105,34 @@ def test_frontend_options_become_settings():
     assert settings["GREENFRONT_SYSTEM_FINGERPRINT"] == ""
     with pytest.raises(UnsupportedOptions):
         settings_from_args_json(json.dumps({"model_tag": "/m", "sse_keep_alive_interval": -1}))
+
+
+@pytest.mark.parametrize("buckets,message", [
+    ({"request_latency": [0.5, 0.1]}, "custom_histogram_buckets['request_latency']: bounds "
+                                      "[0.5, 0.1] must be strictly increasing"),
+    ({"nope": [1]}, "custom_histogram_buckets: unknown bucket family 'nope'"),
+    ({"request_tokens": []}, "bucket list must not be empty"),
+    ({"request_tokens": [0, 1]}, "bound 0 must be finite and greater than 0"),
+    ({"request_tokens": [True]}, "bound True must be a number, not a boolean"),
+])
+def test_custom_histogram_buckets_are_checked_as_vllm_does(buckets, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        settings_from_args_json(json.dumps({"model_tag": "/m",
+                                            "custom_histogram_buckets": buckets}))
+    good = settings_from_args_json(json.dumps({"model_tag": "/m", "custom_histogram_buckets": {
+        "request_latency": [0.1, 1, 10]}}))
+    assert json.loads(good["GREENFRONT_CUSTOM_HISTOGRAM_BUCKETS"]) == {
+        "request_latency": [0.1, 1.0, 10.0]}
+
+
+def test_per_request_metrics_need_log_stats_as_in_vllm():
+    assert settings_from_args_json(json.dumps({
+        "model_tag": "/m", "enable_per_request_metrics": True}))[
+        "GREENFRONT_ENABLE_PER_REQUEST_METRICS"] == "1"
+    with pytest.raises(ValueError, match="requires engine statistics logging; remove "
+                                         "--disable-log-stats"):
+        settings_from_args_json(json.dumps({"model_tag": "/m", "enable_per_request_metrics": True,
+                                            "disable_log_stats": True}))
 
 
 def test_pooling_runner_options_are_accepted_and_others_refused():

@@ -54,8 +54,8 @@ def test_external_engines_and_workers():
 
 def test_unimplemented_frontend_options_are_refused_together():
     with pytest.raises(UnsupportedOptions) as info:
-        _settings("/m", "--tool-server", "x", "--custom-histogram-buckets", "{}")
-    assert info.value.names == ["custom_histogram_buckets", "tool_server"]
+        _settings("/m", "--tool-server", "x", "--enable-log-outputs")
+    assert info.value.names == ["enable_log_outputs", "tool_server"]
 
 
 def test_options_nobody_knows_are_refused():
@@ -65,10 +65,10 @@ def test_options_nobody_knows_are_refused():
 
 def test_refusal_exits_2_with_the_option_named():
     proc = subprocess.run([f"{ROOT}/bin/greenfront", "serve", "/m",
-                           "--enable-per-request-metrics"],
+                           "--enable-log-outputs"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    assert "--enable-per-request-metrics" in proc.stderr
+    assert "--enable-log-outputs" in proc.stderr
     # Not a vLLM 0.32 option at all (vllm serve exits 2 too).
     proc = subprocess.run([f"{ROOT}/bin/greenfront", "serve", "/m", "--reasoning-effort-map",
                            "x"], capture_output=True, text=True, timeout=60)
@@ -81,3 +81,16 @@ def test_uds_and_no_switches():
                          "--no-return-tokens-as-token-ids")
     assert settings["GREENFRONT_BIND"] == "unix:/tmp/s.sock"
     assert settings["GREENFRONT_RETURN_TOKENS_AS_TOKEN_IDS"] == "0"
+
+
+def test_grpc_port():
+    """gRPC (docs/grpc.md): --grpc-port standalone, the inherited socket under vllm serve."""
+    assert _settings("/m", "--grpc-port", "50051")["GREENFRONT_GRPC_PORT"] == "50051"
+    from launch.frontend import launch_settings
+
+    ns = build_parser().parse_args([
+        "frontend", "--listen-fd", "3", "--input-listener-fd", "4", "--output-listener-fd", "5",
+        "--grpc-listen-fd", "6", "--args-json", '{"model_tag": "/m", "grpc_port": 50051}'])
+    settings = launch_settings(ns)
+    assert settings["GREENFRONT_GRPC_LISTEN_FD"] == "6"
+    assert "GREENFRONT_GRPC_PORT" not in settings

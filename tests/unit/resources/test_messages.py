@@ -192,3 +192,13 @@ def test_a_call_cut_by_a_stop_sequence_is_not_a_finished_tool_use(ctx):
                       .tokens(c.tokenizer.encode(text, False), None, None).response())
     assert [(b["type"], b["input"]) for b in body["content"]] == [("tool_use", {})]
     assert body["stop_reason"] == "stop_sequence" and body["stop_sequence"] == "Oslo"
+
+
+def test_disabled_thinking_effort_is_probed_or_configured(ctx):
+    from resources.messages.prepare import _chat_body_of
+    f = parsed(thinking={"type": "disabled"})
+    # The test model's template ignores reasoning_effort: "none" renders as a real effort does,
+    # so the probe picks "low" (as vLLM's does).
+    assert _chat_body_of(f, ctx, "auto")["reasoning_effort"] == "low"
+    assert _chat_body_of(f, ctx, "none")["reasoning_effort"] == "none"
+    assert "reasoning_effort" not in _chat_body_of(parsed(), ctx, "none")

@@ -1,0 +1,1 @@
+"""``vllm.Inference``: ``Generate`` and ``GenerateStream`` (docs/grpc.md §3)."""
