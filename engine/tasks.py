@@ -32,20 +32,17 @@ def parse_supported_tasks(result: Any) -> tuple[str, ...]:
     return tuple(result)
 
 
-def discover(utility: Callable[..., Any], then: Callable[[tuple[str, ...]], None]) -> None:
-    """Ask the engines for their tasks (``utility(method)``), then ``then(tasks)``. An engine
-    that cannot answer is taken to generate, as vLLM's frontend falls back.
-
-    Runs on: the HTTP hub, in its own greenlet (the engine client's registration)."""
+def discover(ask: Callable[[], Any]) -> tuple[str, ...]:
+    """The engines' tasks: ``ask()`` calls the utility and returns its result. An engine that
+    cannot answer is taken to generate, as vLLM's frontend does."""
     try:
-        found = parse_supported_tasks(utility(SUPPORTED_TASKS_METHOD))
+        found = parse_supported_tasks(ask())
     except Exception as exc:  # an old or foreign engine: keep serving what every engine does
         log.warning("the engine did not tell its supported tasks (%s); serving %s", exc,
                     FALLBACK_TASKS)
-        found = FALLBACK_TASKS
-    else:
-        log.info("supported tasks: %s", ", ".join(found))
-    then(found)
+        return FALLBACK_TASKS
+    log.info("supported tasks: %s", ", ".join(found))
+    return found
 
 
 def generates(tasks: Iterable[str]) -> bool:
