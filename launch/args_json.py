@@ -73,8 +73,9 @@ def _generation_config(value: Any) -> str:
 
 
 def _generate_runner(value: Any) -> str | None:
-    # ``--runner``/``--convert`` other than generation turn the engines into pooling models.
-    if value in ("auto", "generate", "none"):
+    # ``--runner pooling``/``--convert embed|classify`` make the engines pooling models: the
+    # engine decides, greenfront learns it from get_supported_tasks (docs/pooling.md §1).
+    if value in ("auto", "generate", "none", "pooling", "embed", "classify"):
         return None
     raise _Refused()
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 
 from base.errors import ApiError, EngineUnavailable
 from middleware.errors import wsgi_error
-from runtime.served_tasks import TASK_ROUTES, ServedTasks, served_tasks
+from runtime.served_tasks import ServedTasks, is_task_route, served_tasks
 
 #: FastAPI's answer for a route that is not registered.
 NOT_FOUND_BODY = b'{"detail":"Not Found"}'
@@ -44,7 +44,7 @@ class TaskRoutes:
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
-        if path not in TASK_ROUTES:
+        if not is_task_route(path):
             return self._app(environ, start_response)
         served = self.served()
         if served is None:

@@ -17,7 +17,10 @@ from engine import tasks as engine_tasks
 
 #: Served only when the engines generate (vLLM's generate and scale-out routers).
 GENERATION_ROUTES = frozenset({"/v1/completions", "/v1/chat/completions",
-                               "/inference/v1/generate"})
+                               "/inference/v1/generate", "/v1/responses", "/v1/messages",
+                               "/v1/messages/count_tokens", "/inference/v1/abort_requests"})
+#: Generation routes with a path parameter (``/v1/responses/{id}``, its ``/cancel``).
+GENERATION_PREFIXES = ("/v1/responses/",)
 #: The scoring API's routes (vLLM's ``scoring/api_router.py``).
 SCORING_ROUTES = frozenset({"/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank"})
 #: The embed task's routes: OpenAI's embeddings and Cohere's v2 embed.
@@ -50,7 +53,14 @@ class ServedTasks:
 
     def refuses(self, path: str) -> bool:
         """Whether ``path`` is a task route this deployment does not serve."""
+        if path.startswith(GENERATION_PREFIXES):
+            return not engine_tasks.generates(self.tasks)
         return path in TASK_ROUTES and path not in self.routes
+
+
+def is_task_route(path: str) -> bool:
+    """Whether serving ``path`` depends on the engines' tasks."""
+    return path in TASK_ROUTES or path.startswith(GENERATION_PREFIXES)
 
 
 def served_tasks(tasks: Iterable[str], model_config: dict[str, Any]) -> ServedTasks:

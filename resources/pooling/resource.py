@@ -38,8 +38,9 @@ class PoolingResource(PooledResource):
         if task != own and task != "plugin":
             tasks = served.tasks
             if task not in tasks:
-                raise InvalidRequest(f"Unsupported task: {task!r} Supported tasks: {tasks}",
-                                     param="task")
+                # vLLM 0.32 lists them in a set's order, random per process; sorted here.
+                raise InvalidRequest(f"Unsupported task: {task!r} Supported tasks: "
+                                     f"{sorted(tasks)}", param="task")
             raise InvalidRequest(f"Try switching the model's pooling_task via "
                                  f"--pooler-config.task {task}.", param="task")
         if task not in ("embed", "classify"):

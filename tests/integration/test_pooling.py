@@ -108,7 +108,7 @@ def test_pooling_route(embed):
     ("/pooling", {"input": "x", "task": "token_embed"}, 400,
      "Try switching the model's pooling_task via --pooler-config.task token_embed."),
     ("/pooling", {"input": "x", "task": "classify"}, 400,
-     "Unsupported task: 'classify' Supported tasks: ('token_embed', 'embed')"),
+     "Unsupported task: 'classify' Supported tasks: ['embed', 'token_embed']"),
     ("/pooling", {"input": "x", "dimensions": 8}, 400, "dimensions is currently not supported"),
     ("/v1/embeddings", {"input": "x", "normalize": True}, 400,
      "Parameter `normalize` was removed; use `use_activation` instead."),

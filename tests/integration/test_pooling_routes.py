@@ -16,7 +16,10 @@ import requests
 GENERATION = [("/v1/completions", {"model": "tiny", "prompt": "hi", "max_tokens": 2}),
               ("/v1/chat/completions", {"model": "tiny", "max_tokens": 2,
                                         "messages": [{"role": "user", "content": "hi"}]}),
-              ("/inference/v1/generate", {"token_ids": [1, 2], "sampling_params": {}})]
+              ("/inference/v1/generate", {"token_ids": [1, 2], "sampling_params": {}}),
+              ("/v1/responses", {"model": "tiny", "input": "hi", "max_output_tokens": 2}),
+              ("/v1/messages", {"model": "tiny", "max_tokens": 2,
+                                "messages": [{"role": "user", "content": "hi"}]})]
 POOLING = ["/v1/embeddings", "/pooling", "/classify", "/score", "/v1/score", "/rerank",
            "/v1/rerank", "/v2/rerank", "/v2/embed"]
 

@@ -133,3 +133,14 @@ def test_per_request_metrics_need_log_stats_as_in_vllm():
                                          "--disable-log-stats"):
         settings_from_args_json(json.dumps({"model_tag": "/m", "enable_per_request_metrics": True,
                                             "disable_log_stats": True}))
+
+
+def test_pooling_runner_options_are_accepted_and_others_refused():
+    """``vllm serve --runner pooling --convert embed|classify``: the engine pools and greenfront
+    learns it from get_supported_tasks (docs/pooling.md §1); other runners are refused."""
+    import json as _json
+    from launch.args_json import UnsupportedOptions, settings_from_args_json
+    for runner, convert in (("pooling", "embed"), ("pooling", "classify"), ("generate", "auto")):
+        settings_from_args_json(_json.dumps({"model": "m", "runner": runner, "convert": convert}))
+    with pytest.raises(UnsupportedOptions):
+        settings_from_args_json(_json.dumps({"model": "m", "runner": "draft"}))

@@ -20,6 +20,8 @@ def test_an_embedding_engine_serves_embeddings_pooling_and_bi_encoder_scoring():
     assert served.pooling_task == "embed" and served.score_type == "bi-encoder"
     assert all(served.refuses(path) for path in GENERATION_ROUTES)
     assert served.refuses("/classify")
+    assert served.refuses("/v1/responses/resp_1/cancel") and served.refuses("/v1/messages")
+    assert not served_tasks(["generate"], {}).refuses("/v1/responses/resp_1")
 
 
 def test_a_classifier_scores_only_with_one_label():
