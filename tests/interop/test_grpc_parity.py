@@ -80,13 +80,31 @@ REQUESTS = [
 ]
 
 
+def merged(stream: list[dict]) -> dict:
+    """A stream with each sequence's token messages joined: which engine steps share a message
+    is timing (a frontend that falls behind joins them; both do), everything else is compared
+    as sent: the first message (``prompt_info`` only), every field of every sequence's tokens
+    in order, the finish info."""
+    sequences: dict[int, dict] = {}
+    for message in stream[1:]:
+        output = message.get("outputs", {})
+        joined = sequences.setdefault(output.get("index", 0), {})
+        for key, value in output.items():
+            if isinstance(value, (list, str)) or key == "numTokens":
+                joined[key] = joined.get(key, type(value)()) + value
+            else:
+                joined[key] = value
+    return {"first": stream[0], "sequences": sequences,
+            "other": [m for m in stream[1:] if set(m) != {"outputs"}]}
+
+
 def both(clients, path, request):
     out = []
     for client in clients:
         try:
             answer = client.call(path, request, timeout=30)
-            out.append(("OK", [MessageToDict(m) for m in answer] if isinstance(answer, list)
-                        else MessageToDict(answer)))
+            out.append(("OK", merged([MessageToDict(m) for m in answer])
+                        if isinstance(answer, list) else MessageToDict(answer)))
         except grpc.RpcError as exc:
             out.append((exc.code(), None))
     return out

@@ -32,13 +32,19 @@ def _answers_when_the_engine_dies(stack) -> dict:
     """Two whole and two streamed completions in flight, the engine core killed: what each
     client got (status, the whole body or the stream's last two events)."""
     out: dict = {}
+    streaming = [threading.Event(), threading.Event()]
 
     def run(key: str, stream: bool) -> None:
         try:
             r = requests.post(stack.url + "/v1/completions", timeout=90, stream=stream, json={
                 "model": "tiny", "prompt": "Hello", "max_tokens": 1800, "ignore_eos": True,
                 "stream": stream})
-            body = b"".join(r.iter_content(None))
+            chunks = []
+            for chunk in r.iter_content(None):
+                chunks.append(chunk)
+                if stream:
+                    streaming[int(key[-1])].set()
+            body = b"".join(chunks)
             if stream:
                 body = b"\n\n".join(body.split(b"\n\n")[-3:-1])
             out[key] = (r.status_code, body)
@@ -48,7 +54,11 @@ def _answers_when_the_engine_dies(stack) -> dict:
                for kind in ("whole", "stream") for i in range(2)]
     for t in threads:
         t.start()
-    time.sleep(5)  # all four running in the engine (1,800 tokens take minutes on CPU)
+    # The streams' first tokens say the engine runs the batch (the four were sent together); a
+    # fixed wait could outlast 1,800 tokens on a fast machine.
+    for event in streaming:
+        assert event.wait(60), "the streams did not start"
+    time.sleep(1)  # the whole ones too (sent at the same moment)
     engines = [p for p in descendants(stack.proc.pid) if "EngineCore" in _cmdline(p)]
     assert engines, "no EngineCore process found"
     for pid in engines:
