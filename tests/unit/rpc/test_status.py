@@ -31,3 +31,17 @@ def test_mapping(error, code):
 def test_rpc_errors_pass_through():
     error = RpcError(Code.FAILED_PRECONDITION, "no LoRA")
     assert status_of(error) is error
+
+
+@pytest.mark.parametrize("engine_error,code,message", [
+    ({"code": "validation_error", "message": "bad ids", "retryable": False},
+     Code.INVALID_ARGUMENT, "bad ids"),
+    ({"code": "engine_paused", "message": "paused", "retryable": True}, Code.UNAVAILABLE,
+     "paused"),
+    ({"code": "oom", "message": "secret detail", "retryable": False}, Code.INTERNAL,
+     "Internal server error"),
+    (None, Code.INTERNAL, "Internal server error"),  # a 0.32 engine's ERROR carries no reason
+])
+def test_a_033_engine_error_maps_as_vllm_033s_frontends_map_it(engine_error, code, message):
+    status = status_of(errors.engine_request_error(engine_error))
+    assert (status.code, status.message) == (code, message)
