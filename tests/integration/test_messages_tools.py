@@ -8,16 +8,12 @@ import pytest
 
 from engine.sim.script import scripted
 from tests.integration.harness import GreenfrontServer
+from tests.integration.weather_script import ANSWER_TEXT, CALL_TEXT, PARSER_ENV
 from text.tokenizer import Tokenizer
 
 TOOLS = [{"name": "get_weather", "description": "Current weather in a city",
           "input_schema": {"type": "object", "properties": {"city": {"type": "string"}},
                            "required": ["city"]}}]
-CALL_TEXT = ('<think>The user wants the weather.</think>'
-             '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>')
-ANSWER_TEXT = "<think>The tool said sunny.</think>It is sunny in Paris."
-PARSER_ENV = {"GREENFRONT_ENABLE_AUTO_TOOL_CHOICE": "1", "GREENFRONT_TOOL_CALL_PARSER": "hermes",
-              "GREENFRONT_REASONING_PARSER": "qwen3"}
 
 
 @pytest.fixture(scope="module")

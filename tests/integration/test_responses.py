@@ -8,16 +8,12 @@ import pytest
 
 from engine.sim.script import scripted
 from tests.integration.harness import GreenfrontServer
+from tests.integration.weather_script import ANSWER_TEXT, CALL_TEXT, PARSER_ENV
 from text.tokenizer import Tokenizer
 
 TOOLS = [{"type": "function", "name": "get_weather", "description": "Current weather in a city",
           "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                          "required": ["city"]}}]
-CALL = ('<think>The user wants the weather.</think>'
-        '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>')
-ANSWER = "<think>The tool said sunny.</think>It is sunny in Paris."
-PARSER_ENV = {"GREENFRONT_ENABLE_AUTO_TOOL_CHOICE": "1", "GREENFRONT_TOOL_CALL_PARSER": "hermes",
-              "GREENFRONT_REASONING_PARSER": "qwen3"}
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +40,7 @@ def create(client, tok, text, **kwargs):
 
 
 def test_reasoning_and_call(client, tok):
-    r = create(client, tok, CALL)
+    r = create(client, tok, CALL_TEXT)
     assert r.status == "completed" and r.id.startswith("resp_")
     kinds = [item.type for item in r.output]
     assert kinds == ["reasoning", "function_call"]
@@ -58,7 +54,7 @@ def test_reasoning_and_call(client, tok):
 
 
 def test_streamed_events_in_vllms_order(client, tok):
-    events = list(create(client, tok, CALL, stream=True))
+    events = list(create(client, tok, CALL_TEXT, stream=True))
     kinds = [e.type for e in events]
     assert kinds[:2] == ["response.created", "response.in_progress"]
     assert kinds[-1] == "response.completed"
@@ -76,13 +72,13 @@ def test_streamed_events_in_vllms_order(client, tok):
 
 
 def test_tool_output_turn_and_instructions(client, tok):
-    first = create(client, tok, CALL)
+    first = create(client, tok, CALL_TEXT)
     call = first.output[1]
     history = [{"role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
                {"type": "function_call", "call_id": call.call_id, "name": call.name,
                 "arguments": call.arguments},
                {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}]
-    second = create(client, tok, ANSWER, input=history, instructions="Be brief.")
+    second = create(client, tok, ANSWER_TEXT, input=history, instructions="Be brief.")
     assert [item.type for item in second.output] == ["reasoning", "message"]
     assert second.output_text == "It is sunny in Paris."
     assert second.instructions == "Be brief."

@@ -14,18 +14,11 @@ import time
 import pytest
 import requests
 
+from tests.support.processes import cmdline
 from tests.interop.peers import (descendants, requires_peers, serve_with_greenfront,
                                  serve_with_python_frontend)
 
 pytestmark = requires_peers
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def _answers_when_the_engine_dies(stack) -> dict:
@@ -59,7 +52,7 @@ def _answers_when_the_engine_dies(stack) -> dict:
     for event in streaming:
         assert event.wait(60), "the streams did not start"
     time.sleep(1)  # the whole ones too (sent at the same moment)
-    engines = [p for p in descendants(stack.proc.pid) if "EngineCore" in _cmdline(p)]
+    engines = [p for p in descendants(stack.proc.pid) if "EngineCore" in cmdline(p)]
     assert engines, "no EngineCore process found"
     for pid in engines:
         os.kill(pid, signal.SIGKILL)

@@ -13,7 +13,7 @@ import openai
 import pytest
 import requests
 
-from tests.support.processes import alive
+from tests.support.processes import alive, cmdline
 from tests.interop.peers import (WORKER_COUNTS, descendants, requires_peers,
                                  serve_with_greenfront, serve_with_python_frontend)
 from tests.support.normalize import normalized
@@ -123,8 +123,7 @@ def test_client_disconnect_aborts_the_request_in_the_real_engine(stacks):
 def test_sigterm_to_vllm_serve_ends_everything_cleanly(stacks):
     ours, _ = stacks
     tree = descendants(ours.proc.pid)
-    assert any("greenfront" in open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")
-               or "gunicorn" in open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")
+    assert any("greenfront" in cmdline(p) or "gunicorn" in cmdline(p)
                for p in tree if _alive(p))
     started = time.time()
     code = ours.terminate(timeout=60)
@@ -134,16 +133,8 @@ def test_sigterm_to_vllm_serve_ends_everything_cleanly(stacks):
     deadline = time.time() + 15
     while [p for p in tree if _alive(p)] and time.time() < deadline:
         time.sleep(0.2)
-    left = {p: _cmdline(p) for p in tree if _alive(p)}
+    left = {p: cmdline(p)[:200] for p in tree if _alive(p)}
     assert not left, left
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")[:200]
-    except OSError:
-        return "?"
 
 
 _alive = alive
