@@ -34,6 +34,11 @@ VLLM_MIN_FRONTEND_WAIT = 5.0
 EXIT_MARGIN = 2.0
 #: How long the aborted requests' answers may take to be written before connections close.
 ANSWER_WAIT = 2.0
+#: Under ``vllm serve`` a shutdown timeout of 0 still waits this long before aborting: vLLM's
+#: launcher also SIGTERMs its frontend when an engine dies, and its signal arrived 10 ms before
+#: the engine's lost connection reached the workers (make interop's engine-death test); the
+#: requests in flight must get vLLM's engine-failure 500, not the drain's 503.
+ENGINE_DEATH_GRACE = 0.5
 
 
 class ShuttingDown(EngineUnavailable):
@@ -58,7 +63,9 @@ class Drain:
     """The shutdown state of one worker.
 
     Args:
-        window: seconds in-flight requests may run after SIGTERM (0: abort them at once).
+        window: seconds in-flight requests may run after SIGTERM (0: abort them at once, or
+            after ``ENGINE_DEATH_GRACE`` with ``launched``).
+        launched: started by ``vllm serve``.
         abort_all: aborts every engine request of this worker, failing its stream with the
             given error (``EngineClient.abort_all``); None before the engines are known.
         on_draining: called once when the drain begins (readiness goes to 503).
@@ -67,8 +74,9 @@ class Drain:
 
     def __init__(self, window: float, abort_all: Callable[[Exception], None] | None = None,
                  on_draining: Callable[[], None] | None = None,
-                 close_idle: Callable[[], None] | None = None) -> None:
+                 close_idle: Callable[[], None] | None = None, launched: bool = False) -> None:
         self.window = window
+        self.launched = launched
         self.abort_all = abort_all
         self.on_draining = on_draining
         self.close_idle = close_idle
@@ -105,6 +113,8 @@ class Drain:
         started = time.monotonic()
         if self.window > 0:
             self._idle.wait(self.window)
+        elif self.launched:
+            self._idle.wait(ENGINE_DEATH_GRACE)
         if self.active:
             log.warning("[shutdown] aborting %d request(s) still in flight after %.1fs",
                         self.active, time.monotonic() - started)
@@ -139,13 +149,14 @@ class Drain:
     def for_worker(cls, config: Any, state: Any,
                    close_idle: Callable[[], None] | None = None) -> "Drain":
         """The drain of a worker serving ``state`` (a ``WorkerState``) with ``config``."""
-        window, _ = plan(config.shutdown_timeout, config.engine_mode == "launched")
+        launched = config.engine_mode == "launched"
+        window, _ = plan(config.shutdown_timeout, launched)
 
         def abort_all(error: Exception) -> None:
             if state.client is not None:
                 state.client.abort_all(error)
         return cls(window, abort_all=abort_all, on_draining=state.readiness.set_draining,
-                   close_idle=close_idle)
+                   close_idle=close_idle, launched=launched)
 
     def start_on_signal(self) -> None:
         """From a signal handler: run ``begin`` in its own greenlet."""
