@@ -1,6 +1,7 @@
 """``python -m bench``: run the benchmark, print the Markdown report, save report/JSON/plots.
 
-Owns the command line and the plan: which deployments run which scenarios, in what order.
+Owns the command line and the run: it asks `bench.plan` which deployments run which scenarios,
+runs the phases in order and hands the results to `bench.report`.
 
 * No ``--target``: greenfront's matrix. Long prompts for every configuration (HF ``tokenizers``
   and fastokens × offload on/off × 1 and 2 workers); ``/tokenize`` and streaming on the default
@@ -27,208 +28,18 @@ import argparse
 import contextlib
 import dataclasses
 import datetime
-import hashlib
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
-from bench import report, soak
-from base.host import default_worker_count
-from bench.deploy import (
-    DEFAULT_MODEL_DIR,
-    MARKER_MODEL_DIR,
-    ROOT,
-    Endpoint,
-    GreenfrontDeployment,
-    PEER_KINDS,
-    VllmPeer,
-    external_endpoint,
-    parse_cpus,
-)
-from bench.scenarios import (FULL, QUICK, SMOKE, TOOLS_ENV, TOOLS_SCENARIO, SimProfile, run_limit,
-                             tools_sim_args,
-                             run_phase)
+from bench import report, run_meta, soak
+from bench.deploy import DEFAULT_MODEL_DIR, ROOT, PEER_KINDS, GreenfrontDeployment, parse_cpus
+from bench.plan import plan, schedule
+from bench.scenarios import FULL, QUICK, SMOKE, TOOLS_SCENARIO, SimProfile, run_limit, run_phase
 
 SCENARIOS = ("long", "tokenize", "stream", TOOLS_SCENARIO, "limit")
-
-
-@dataclass
-class Step:
-    """One deployment (or target) and the scenarios it runs."""
-
-    label: str
-    scenarios: list[str]
-    open: Any  # () -> context manager yielding an Endpoint
-    settings: dict = field(default_factory=dict)
-    #: the tool-calling step: a plain deployment of the same configuration, open beside it, and
-    #: how many rounds of (plain ``stream``, then the step's own scenario) alternate; one more
-    #: plain phase closes the run
-    partner: Any = None
-    rounds: int = 1
-
-    @property
-    def phases(self) -> int:
-        if self.partner is None:
-            return len(self.scenarios) * self.rounds
-        return (len(self.scenarios) + 1) * self.rounds + 1
-
-
-def _gf_label(backend: str, offload: bool, workers: int) -> str:
-    return f"gf {backend} {'offload' if offload else 'inline'} {workers}w"
-
-
-def _machine() -> str:
-    model = "unknown CPU"
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return (f"{model}, {os.cpu_count()} CPUs, Linux {platform.release()}, "
-            f"Python {platform.python_version()}")
-
-
-def _busy_processes() -> list[str]:
-    """Other CPU-heavy processes right now (a benchmark on a busy machine is not comparable)."""
-    def ticks() -> dict[int, tuple[int, str]]:
-        out = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                with contextlib.suppress(OSError, ValueError, IndexError):
-                    with open(f"/proc/{entry}/stat") as f:
-                        head, rest = f.read().rsplit(")", 1)
-                    fields = rest.split()
-                    out[int(entry)] = (int(fields[11]) + int(fields[12]), head.split("(", 1)[1])
-        return out
-    before = ticks()
-    time.sleep(1.0)
-    after = ticks()
-    hz = os.sysconf("SC_CLK_TCK")
-    return [f"{name} (pid {pid}, {(t - before[pid][0]) / hz:.0%})"
-            for pid, (t, name) in after.items()
-            if pid in before and pid != os.getpid() and (t - before[pid][0]) / hz > 0.1]
-
-
-def _loadavg() -> str:
-    """The machine's load average: on a shared machine, how crowded the run was."""
-    return " / ".join(f"{v:.2f}" for v in os.getloadavg())
-
-
-def _commit() -> str:
-    """HEAD, plus a digest of uncommitted server changes (bench/ excluded): if it differs at the
-    end of the run, the code under test changed while it was measured."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
-                              timeout=10, check=False).stdout.strip()
-    try:
-        sha = git("rev-parse", "--short", "HEAD")
-        diff = git("diff", "HEAD", "--", ".", ":(exclude)bench")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    if not sha:
-        return "unknown"
-    return f"{sha} + uncommitted changes {hashlib.sha1(diff.encode()).hexdigest()[:8]}" if diff else sha
-
-
-def _matrix(args: argparse.Namespace, mk) -> list[Step]:
-    wanted = set(args.scenarios)
-    steps = []
-    for backend in args.backends:
-        for workers in args.workers:
-            for offload in args.offload:
-                default = backend == "fastokens" and offload
-                scen = ["long"]
-                if default and workers == 1:
-                    scen += ["tokenize", "stream"]
-                elif args.mode == "full" and backend == "fastokens" and (offload or workers == 1):
-                    scen += ["stream"]  # 2 workers, and the inline baseline, full runs only
-                scen = [s for s in scen if s in wanted]
-                if scen:
-                    steps.append(mk(backend, offload, workers, scen))
-                if default and workers == 1 and TOOLS_SCENARIO in wanted:
-                    step = mk(backend, offload, workers, [TOOLS_SCENARIO], tools=True)
-                    step.partner = mk(backend, offload, workers, ["stream"], paired=True).open
-                    step.rounds = args.tools_rounds
-                    steps.append(step)
-    return steps
-
-
-def _plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int],
-          sim: SimProfile, log_dir: str) -> list[Step]:
-    def mk(backend: str, offload: bool, workers: int, scen: list[str], reference: bool = False,
-           tools: bool = False, paired: bool = False):
-        label = "greenfront" if reference else _gf_label(backend, offload, workers)
-        if tools:  # its own deployment: the marker-token model and the hermes parser
-            label += " hermes tools"
-        if paired:  # the plain deployment the tool-calling phases alternate with
-            label += " paired"
-
-        def open_() -> GreenfrontDeployment:
-            return GreenfrontDeployment(label, workers=workers, offload=offload, backend=backend,
-                                        sim_args=tools_sim_args(sim) if tools else sim.args,
-                                        server_cpus=server_cpus,
-                                        client_cpus=client_cpus, log_dir=log_dir,
-                                        model_dir=MARKER_MODEL_DIR if tools else args.model_dir,
-                                        reference=reference,
-                                        extra_env=TOOLS_ENV if tools else None)
-        return Step(label, scen, open_)
-
-    if not (args.target or args.vllm_peers):
-        return _matrix(args, mk)
-    scen = [s for s in ("long", "tokenize", "stream") if s in args.scenarios]
-    # greenfront's default configuration: its default worker count on the server's CPUs.
-    default_workers = min(default_worker_count(), len(server_cpus))
-    steps = [] if args.no_greenfront else [
-        mk("fastokens", True, default_workers, scen, reference=True)]
-    for kind in args.vllm_peers:
-        for workers in (args.serve_workers if kind == "greenfront" else [None]):
-            label = f"vllm-{kind}" if kind != "greenfront" else "greenfront-vllm-serve" + (
-                f"-{workers}w" if workers else "")
-            steps.append(Step(label, scen, lambda kind=kind, workers=workers: VllmPeer(
-                kind, sim_args=sim.args, server_cpus=server_cpus, client_cpus=client_cpus,
-                log_dir=log_dir, peers=args.peers, workers=workers)))
-    for i, url in enumerate(args.target):
-        label = args.label[i] if i < len(args.label) else f"target{i + 1}"
-        health = args.health_url[i] if i < len(args.health_url) else None
-        pid = args.target_pid[i] if i < len(args.target_pid) else None
-
-        @contextlib.contextmanager
-        def open_(url=url, label=label, health=health, pid=pid) -> Iterator[Endpoint]:
-            yield external_endpoint(label, url, health, pid)
-        steps.append(Step(label, scen, open_))
-    return steps
-
-
-def _schedule(step: Step, endpoint: Any, partner: Any) -> Iterator[tuple[int | None, Any, str]]:
-    """(round or None, endpoint, scenario) in the order a step runs them. With a partner, each
-    round runs the partner's plain ``stream`` and then the step's scenario, back to back, and a
-    last plain phase (round ``rounds + 1``) closes the run: every tool-calling phase has a plain
-    phase on each side, and is judged against their mean.
-
-    PERF (measurement): this machine's speed drifts by up to 2x within a minute (the same
-    pure-Python loop took 0.36-0.72 s in twelve runs 4 s apart), so one plain phase and one
-    tool-calling phase minutes apart gave 79-113% for the same code; alternating them and
-    judging the median round keeps the drift out of the ratio. The closing plain phase: the
-    speed also moves within a run (six plain phases in a row: 24.0, 24.6, 21.6, 21.3, 21.2,
-    21.0k tokens/s; in one 7-round run the plain phases went from 14.9k to 23.3k), and with
-    the plain phase always first, a drift through a round counted against its tool-calling
-    phase alone; against the plain phases on both sides, a drift one way through a round
-    cancels out."""
-    if partner is None:
-        for scenario in step.scenarios:
-            yield None, endpoint, scenario
-        return
-    for round_ in range(1, step.rounds + 1):
-        yield round_, partner, "stream"
-        for scenario in step.scenarios:
-            yield round_, endpoint, scenario
-    yield step.rounds + 1, partner, "stream"
 
 
 def _headline(phase: dict[str, Any]) -> str:
@@ -341,8 +152,8 @@ def _soak(args: argparse.Namespace, argv: list[str]) -> int:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = os.path.join(args.out, f"{stamp}-soak")
     os.makedirs(out_dir, exist_ok=True)
-    meta = {"command": "python -m bench " + " ".join(argv), "commit": _commit(),
-            "machine": _machine(), "busy": _busy_processes()}
+    meta = {"command": "python -m bench " + " ".join(argv), "commit": run_meta.commit(),
+            "machine": run_meta.machine(), "busy": run_meta.busy_processes()}
     sim = SimProfile(ttft_ms=5.0, itl_ms=5.0)
     deployment = GreenfrontDeployment(
         "soak", workers=args.workers[0], sim_args=sim.args, server_cpus=parse_cpus(
@@ -362,23 +173,6 @@ def _soak(args: argparse.Namespace, argv: list[str]) -> int:
     return 1 if result["errors"] or result["left_in_engine"] else 0
 
 
-def _meta(args: argparse.Namespace, argv: list[str], stamp: str, sim: SimProfile) -> dict:
-    """The run's description; warns when other processes use the CPU as it starts."""
-    busy = _busy_processes()
-    if busy:
-        print("warning: other processes are using the CPU, figures will not be comparable: "
-              + ", ".join(busy), file=sys.stderr)
-    return {
-        "timestamp": stamp, "command": "python -m bench " + " ".join(argv),
-        "machine": _machine(), "commit": _commit(), "mode": args.mode,
-        "pinning": (f"server (gunicorn master + workers, or the target frontend) on CPUs "
-                    f"{args.server_cpus}; simulator, load generator and prober on CPUs "
-                    f"{args.client_cpus} (os.sched_setaffinity, as `taskset -c`)"),
-        "sim_args": sim.args, "server_cpus": sorted(parse_cpus(args.server_cpus)),
-        "client_cpus": sorted(parse_cpus(args.client_cpus)), "loadavg_start": _loadavg(),
-        "busy_at_start": busy}
-
-
 def main(argv: list[str]) -> int:
     args = _parse(argv)
     if args.soak:
@@ -392,10 +186,10 @@ def main(argv: list[str]) -> int:
     out_dir = os.path.join(args.out, stamp)
     work = os.path.join(out_dir, "work")
     os.makedirs(work, exist_ok=True)
-    steps = _plan(args, server_cpus, client_cpus, sim, work)
+    steps = plan(args, server_cpus, client_cpus, sim, work)
     limits = _limits(args)
     total = sum(s.phases for s in steps) + len(limits)
-    results: dict[str, Any] = {"meta": _meta(args, argv, stamp, sim), "phases": [],
+    results: dict[str, Any] = {"meta": run_meta.meta(args, argv, stamp, sim), "phases": [],
                                "limits": []}
     started = time.monotonic()
     n = 0
@@ -409,7 +203,7 @@ def main(argv: list[str]) -> int:
             with contextlib.ExitStack() as stack:
                 endpoint = stack.enter_context(step.open())
                 partner = None if step.partner is None else stack.enter_context(step.partner())
-                for round_, ep, scenario in _schedule(step, endpoint, partner):
+                for round_, ep, scenario in schedule(step, endpoint, partner):
                     n += 1
                     phase = run_phase(ep, scenario, timing, sim, client_cpus, work)
                     if round_ is not None:
@@ -428,8 +222,8 @@ def main(argv: list[str]) -> int:
         lim = run_limit(backend, threads, timing, server_cpus, work, args.model_dir)
         results["limits"].append(lim)
         progress(f"tokenizer limit {backend} x{threads}: {lim['prompts_per_s']:.1f} prompts/s")
-    results["meta"]["loadavg_end"] = _loadavg()
-    commit_end = _commit()
+    results["meta"]["loadavg_end"] = run_meta.loadavg()
+    commit_end = run_meta.commit()
     if commit_end != results["meta"]["commit"]:
         results["meta"]["code_changed_during_run"] = commit_end
         print(f"warning: the code changed during the run (now {commit_end})", file=sys.stderr)

@@ -91,8 +91,8 @@ def test_paired_plain_phases_are_not_the_configuration_s_stream_phase():
 
 
 def test_rounds_alternate_and_a_plain_phase_closes_the_run():
-    from bench.__main__ import Step, _schedule
+    from bench.plan import Step, schedule
     step = Step("tools", ["stream-tools"], open=None, partner=object(), rounds=3)
-    order = [(n, "P" if ep == "plain" else "T") for n, ep, _ in _schedule(step, "tools", "plain")]
+    order = [(n, "P" if ep == "plain" else "T") for n, ep, _ in schedule(step, "tools", "plain")]
     assert order == [(1, "P"), (1, "T"), (2, "P"), (2, "T"), (3, "P"), (3, "T"), (4, "P")]
     assert step.phases == len(order)

@@ -1,0 +1,145 @@
+"""The benchmark's plan: which deployments run which scenarios, and in what order.
+
+Owns ``Step`` (one deployment or target and its scenarios), ``plan`` (greenfront's matrix without
+``--target``; otherwise greenfront's default configuration beside each peer and target) and
+``schedule`` (the order of a step's phases, paired rounds included).
+
+Runs on: the benchmark orchestrator process.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from base.host import default_worker_count
+from bench.deploy import (
+    MARKER_MODEL_DIR,
+    Endpoint,
+    GreenfrontDeployment,
+    VllmPeer,
+    external_endpoint,
+)
+from bench.scenarios import TOOLS_ENV, TOOLS_SCENARIO, SimProfile, tools_sim_args
+
+
+@dataclass
+class Step:
+    """One deployment (or target) and the scenarios it runs."""
+
+    label: str
+    scenarios: list[str]
+    open: Any  # () -> context manager yielding an Endpoint
+    settings: dict = field(default_factory=dict)
+    #: the tool-calling step: a plain deployment of the same configuration, open beside it, and
+    #: how many rounds of (plain ``stream``, then the step's own scenario) alternate; one more
+    #: plain phase closes the run
+    partner: Any = None
+    rounds: int = 1
+
+    @property
+    def phases(self) -> int:
+        if self.partner is None:
+            return len(self.scenarios) * self.rounds
+        return (len(self.scenarios) + 1) * self.rounds + 1
+
+
+def gf_label(backend: str, offload: bool, workers: int) -> str:
+    return f"gf {backend} {'offload' if offload else 'inline'} {workers}w"
+
+
+def matrix(args: argparse.Namespace, mk) -> list[Step]:
+    wanted = set(args.scenarios)
+    steps = []
+    for backend in args.backends:
+        for workers in args.workers:
+            for offload in args.offload:
+                default = backend == "fastokens" and offload
+                scen = ["long"]
+                if default and workers == 1:
+                    scen += ["tokenize", "stream"]
+                elif args.mode == "full" and backend == "fastokens" and (offload or workers == 1):
+                    scen += ["stream"]  # 2 workers, and the inline baseline, full runs only
+                scen = [s for s in scen if s in wanted]
+                if scen:
+                    steps.append(mk(backend, offload, workers, scen))
+                if default and workers == 1 and TOOLS_SCENARIO in wanted:
+                    step = mk(backend, offload, workers, [TOOLS_SCENARIO], tools=True)
+                    step.partner = mk(backend, offload, workers, ["stream"], paired=True).open
+                    step.rounds = args.tools_rounds
+                    steps.append(step)
+    return steps
+
+
+def plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int],
+          sim: SimProfile, log_dir: str) -> list[Step]:
+    def mk(backend: str, offload: bool, workers: int, scen: list[str], reference: bool = False,
+           tools: bool = False, paired: bool = False):
+        label = "greenfront" if reference else gf_label(backend, offload, workers)
+        if tools:  # its own deployment: the marker-token model and the hermes parser
+            label += " hermes tools"
+        if paired:  # the plain deployment the tool-calling phases alternate with
+            label += " paired"
+
+        def open_() -> GreenfrontDeployment:
+            return GreenfrontDeployment(label, workers=workers, offload=offload, backend=backend,
+                                        sim_args=tools_sim_args(sim) if tools else sim.args,
+                                        server_cpus=server_cpus,
+                                        client_cpus=client_cpus, log_dir=log_dir,
+                                        model_dir=MARKER_MODEL_DIR if tools else args.model_dir,
+                                        reference=reference,
+                                        extra_env=TOOLS_ENV if tools else None)
+        return Step(label, scen, open_)
+
+    if not (args.target or args.vllm_peers):
+        return matrix(args, mk)
+    scen = [s for s in ("long", "tokenize", "stream") if s in args.scenarios]
+    # greenfront's default configuration: its default worker count on the server's CPUs.
+    default_workers = min(default_worker_count(), len(server_cpus))
+    steps = [] if args.no_greenfront else [
+        mk("fastokens", True, default_workers, scen, reference=True)]
+    for kind in args.vllm_peers:
+        for workers in (args.serve_workers if kind == "greenfront" else [None]):
+            label = f"vllm-{kind}" if kind != "greenfront" else "greenfront-vllm-serve" + (
+                f"-{workers}w" if workers else "")
+            steps.append(Step(label, scen, lambda kind=kind, workers=workers: VllmPeer(
+                kind, sim_args=sim.args, server_cpus=server_cpus, client_cpus=client_cpus,
+                log_dir=log_dir, peers=args.peers, workers=workers)))
+    for i, url in enumerate(args.target):
+        label = args.label[i] if i < len(args.label) else f"target{i + 1}"
+        health = args.health_url[i] if i < len(args.health_url) else None
+        pid = args.target_pid[i] if i < len(args.target_pid) else None
+
+        @contextlib.contextmanager
+        def open_(url=url, label=label, health=health, pid=pid) -> Iterator[Endpoint]:
+            yield external_endpoint(label, url, health, pid)
+        steps.append(Step(label, scen, open_))
+    return steps
+
+
+def schedule(step: Step, endpoint: Any, partner: Any) -> Iterator[tuple[int | None, Any, str]]:
+    """(round or None, endpoint, scenario) in the order a step runs them. With a partner, each
+    round runs the partner's plain ``stream`` and then the step's scenario, back to back, and a
+    last plain phase (round ``rounds + 1``) closes the run: every tool-calling phase has a plain
+    phase on each side, and is judged against their mean.
+
+    PERF (measurement): this machine's speed drifts by up to 2x within a minute (the same
+    pure-Python loop took 0.36-0.72 s in twelve runs 4 s apart), so one plain phase and one
+    tool-calling phase minutes apart gave 79-113% for the same code; alternating them and
+    judging the median round keeps the drift out of the ratio. The closing plain phase: the
+    speed also moves within a run (six plain phases in a row: 24.0, 24.6, 21.6, 21.3, 21.2,
+    21.0k tokens/s; in one 7-round run the plain phases went from 14.9k to 23.3k), and with
+    the plain phase always first, a drift through a round counted against its tool-calling
+    phase alone; against the plain phases on both sides, a drift one way through a round
+    cancels out."""
+    if partner is None:
+        for scenario in step.scenarios:
+            yield None, endpoint, scenario
+        return
+    for round_ in range(1, step.rounds + 1):
+        yield round_, partner, "stream"
+        for scenario in step.scenarios:
+            yield round_, endpoint, scenario
+    yield step.rounds + 1, partner, "stream"
