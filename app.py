@@ -22,8 +22,9 @@ from middleware.http_metrics import HttpMetrics
 from middleware.load_tracking import LoadTracking
 from middleware.offload import OffloadMiddleware
 from middleware.root_path import RootPath
-from resources.abort_requests import AbortRequestsResource
 from middleware.task_routes import TaskRoutes
+from middleware.tokens_only import TokensOnlyMiddleware
+from resources.abort_requests import AbortRequestsResource, LegacyAbortRequestsResource
 from resources.admin import register_admin_routes
 from resources.admin.lora import load_static_modules
 from resources.chat.resource import ChatCompletionsResource
@@ -63,7 +64,10 @@ def build_api(config: Config, state: WorkerState | None = None,
 
 def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
     """The Falcon app: error handlers, auth and every route."""
-    app = falcon.App(middleware=[AuthMiddleware(config.api_keys)])
+    middleware: list = [AuthMiddleware(config.api_keys)]
+    if config.tokens_only:  # after the key check, as vLLM checks keys first
+        middleware.append(TokensOnlyMiddleware())
+    app = falcon.App(middleware=middleware)
     error_handlers.install(app)
 
     # Health and metadata: answered in the HTTP hub, never queued behind request work.
@@ -87,6 +91,8 @@ def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
     app.add_route("/detokenize", DetokenizeResource(state))
     app.add_route("/inference/v1/generate", GenerateResource(state))
     app.add_route("/inference/v1/abort_requests", AbortRequestsResource(state))
+    if config.tokens_only:  # the unauthenticated legacy path (docs/parity.md §9)
+        app.add_route("/abort_requests", LegacyAbortRequestsResource(state))
     if config.enable_tokenizer_info_endpoint:
         app.add_route("/tokenizer_info", TokenizerInfoResource(state))
     # Pooling models (docs/pooling.md): served only for the engines' tasks (middleware.task_routes).

@@ -20,3 +20,8 @@ class ParitySettings:
         ("GREENFRONT_ENABLE_TOKENIZER_INFO_ENDPOINT",), boolean, False, "serve `GET "
         "/tokenizer_info` (`--enable-tokenizer-info-endpoint`): the tokenizer's configuration "
         "and chat template")
+    tokens_only: bool = setting(
+        ("GREENFRONT_TOKENS_ONLY",), boolean, False, "vLLM's `--tokens-only`: serve as a "
+        "token-in/token-out stage (no detokenization on `/inference/v1/generate`, the "
+        "unauthenticated `POST /abort_requests`, the routes that need the tokenizer answer 400; "
+        "`docs/parity.md` §9)")

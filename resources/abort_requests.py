@@ -1,4 +1,5 @@
-"""``POST /inference/v1/abort_requests``: abort requests by the ids vLLM gives them.
+"""``POST /inference/v1/abort_requests``: abort requests by the ids vLLM gives them; with
+``--tokens-only`` also at the legacy unauthenticated ``POST /abort_requests``.
 
 vLLM 0.32's scale-out surface (with ``/inference/v1/generate``): a router that sent a request
 stops it by its external id (``generate-tokens-<id>``, ``cmpl-<id>-<prompt>``,
@@ -44,6 +45,10 @@ class AbortRequestsResource:
         resp.status = falcon.HTTP_200
         resp.content_type = None
         resp.data = b""
+
+
+class LegacyAbortRequestsResource(AbortRequestsResource):
+    """Aborts the named requests (``--tokens-only``'s unauthenticated legacy path)."""
 
 
 def request_ids(body: bytes) -> list[str]:

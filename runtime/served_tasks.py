@@ -18,7 +18,8 @@ from engine import tasks as engine_tasks
 #: Served only when the engines generate (vLLM's generate and scale-out routers).
 GENERATION_ROUTES = frozenset({"/v1/completions", "/v1/chat/completions",
                                "/inference/v1/generate", "/v1/responses", "/v1/messages",
-                               "/v1/messages/count_tokens", "/inference/v1/abort_requests"})
+                               "/v1/messages/count_tokens", "/inference/v1/abort_requests",
+                               "/abort_requests"})
 #: Generation routes with a path parameter (``/v1/responses/{id}``, its ``/cancel``).
 GENERATION_PREFIXES = ("/v1/responses/",)
 #: The scoring API's routes (vLLM's ``scoring/api_router.py``).

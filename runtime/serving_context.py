@@ -63,6 +63,8 @@ class ServingContext:
             (``VLLM_ALLOW_RUNTIME_LORA_UPDATING``), or None.
         output_parsers: the tool-call and reasoning parser classes (``--tool-call-parser``
             with ``--enable-auto-tool-choice``, ``--reasoning-parser``).
+        tokens_only: ``--tokens-only``: requests are served as vLLM serves them without a
+            tokenizer (no detokenization, no EOS id of the tokenizer; ``docs/parity.md`` §9).
     """
 
     served_model_names: tuple[str, ...]
@@ -90,6 +92,7 @@ class ServingContext:
     special_tokens: dict = field(default_factory=dict)
     adapters: AdapterLookup | None = None
     output_parsers: OutputParsers = field(default_factory=OutputParsers)
+    tokens_only: bool = False
 
     @property
     def model_name(self) -> str:

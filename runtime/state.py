@@ -297,6 +297,7 @@ class WorkerState:
             max_completion_prompts=cfg.max_completion_prompts,
             default_chat_template_kwargs=server_template_kwargs(cfg),
             structured_outputs_backend=cfg.structured_outputs_backend,
+            tokens_only=cfg.tokens_only,
             adapters=adapter_lookup(cfg),
             output_parsers=self.output_parsers,
         )

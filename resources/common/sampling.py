@@ -261,7 +261,9 @@ def build_sampling_params(fields: SamplingSource, ctx: ServingContext, *, n: int
 def _to_wire(sp: SamplingValues, fields: SamplingSource, ctx: ServingContext,
              stream: bool) -> SamplingParams:
     ignore_eos = fields.ignore_eos
-    tokenizer_eos = ctx.tokenizer.eos_token_id
+    # Without a tokenizer (--tokens-only) vLLM knows no EOS id of its own: the generation
+    # config's EOS ids are all plain stop ids, so they end a request with a stop_reason.
+    tokenizer_eos = None if ctx.tokens_only else ctx.tokenizer.eos_token_id
     all_stop = set(sp.stop_token_ids)
     stop_ids = sp.stop_token_ids
     if tokenizer_eos is not None:

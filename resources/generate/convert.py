@@ -52,13 +52,15 @@ def prepare_generate(body: Any, ctx: ServingContext, *,
     validate.check_raw(body)
     f, sp, provided = validate.parse_request(body, ctx)
     lora = ctx.resolve_model(f.model)
-    validate.check_request(f, sp)
+    validate.check_request(f, sp, tokens_only=ctx.tokens_only)
 
     ids = f.token_ids
     check_vocab(ctx, ids)
     max_tokens = sp.max_tokens
     if "max_tokens" not in provided:
         max_tokens = validate.default_max_tokens(ctx, len(ids))
+    if ctx.tokens_only:
+        validate.check_tokens_only_engine_side(sp)
     check_engine_side(sp, ctx)
     validate.check_prompt_length(ctx, len(ids))
     validate.check_routed_experts_start(sp, len(ids))
@@ -98,7 +100,8 @@ def _to_wire(f: types.GenerateRequest, sp: types.GenerateSampling, ctx: ServingC
             extra_args = dict(extra_args or {}, **{name: value})
     skip_prefix = sp.skip_reading_prefix_cache
     wire = msgspec.structs.replace(
-        wire, logit_bias=sp.logit_bias, extra_args=extra_args, detokenize=sp.detokenize,
+        wire, logit_bias=sp.logit_bias, extra_args=extra_args,
+        detokenize=sp.detokenize and not ctx.tokens_only,  # --tokens-only: never (vLLM's)
         flat_logprobs=sp.flat_logprobs, prompt_logprob_start=sp.prompt_logprob_start,
         routed_experts_prompt_start=sp.routed_experts_prompt_start,
         skip_reading_prefix_cache=(wire.skip_reading_prefix_cache if skip_prefix is None

@@ -136,7 +136,8 @@ def _check_after(body: dict, fields: types.GenerateRequest,
         raise validation_error(errors)
 
 
-def check_request(fields: types.GenerateRequest, sampling: types.GenerateSampling) -> None:
+def check_request(fields: types.GenerateRequest, sampling: types.GenerateSampling, *,
+                  tokens_only: bool = False) -> None:
     """The serving layer's refusals before the prompt is looked at, then greenfront's own.
 
     Raises:
@@ -145,6 +146,8 @@ def check_request(fields: types.GenerateRequest, sampling: types.GenerateSamplin
     """
     if fields.stream and sampling.prompt_logprob_token_ids is not None:
         raise InvalidRequest("prompt_logprob_token_ids are not available when stream=true.")
+    if tokens_only:
+        check_tokens_only(fields, sampling)
     try:
         msgspec.msgpack.encode((sampling, fields.kv_transfer_params,
                                 fields.ec_transfer_params))
@@ -160,6 +163,35 @@ def check_request(fields: types.GenerateRequest, sampling: types.GenerateSamplin
     for name in ("prompt_logprob_token_ids", "trace_decode_token_ids"):
         if getattr(sampling, name) is not None:
             raise unsupported(f"sampling_params.{name}", name)
+
+
+def check_tokens_only(fields: types.GenerateRequest, sampling: types.GenerateSampling) -> None:
+    """``--tokens-only``: what needs text, refused as vLLM refuses it without a tokenizer.
+
+    ``bad_words`` is greenfront's own refusal: vLLM, with no tokenizer to turn the words into
+    ids, drops them and answers 200 (``docs/parity.md`` §9).
+    """
+    if sampling.stop:
+        raise InvalidRequest("stop strings are not supported on a --tokens-only server because "
+                             "detokenization is disabled. Check stop strings on the "
+                             "coordinator, or use stop_token_ids.")
+    if fields.output_mode != "tokens":
+        raise InvalidRequest(f"output_mode={fields.output_mode!r} requires a tokenizer, but "
+                             "this server does not load one (--tokens-only or "
+                             "--skip-tokenizer-init). Send the request to a server that loads "
+                             "a tokenizer, or use output_mode='tokens'.")
+    if sampling.bad_words:
+        raise InvalidRequest("bad_words are not supported on a --tokens-only server: without a "
+                             "tokenizer they cannot be turned into token ids. Use logit_bias "
+                             "or allowed_token_ids.", param="bad_words")
+
+
+def check_tokens_only_engine_side(sampling: types.GenerateSampling) -> None:
+    """``--tokens-only``: the engine client's refusal of structured outputs (the engine cores
+    of ``vllm serve --tokens-only`` load no tokenizer to build a grammar with)."""
+    if sampling.structured_outputs is not None:
+        raise InvalidRequest("Structured outputs requires a tokenizer so it can't be used "
+                             "with 'skip_tokenizer_init'")
 
 
 def _has_mm_items(features: Any) -> bool:
@@ -213,4 +245,5 @@ def check_routed_experts_start(sampling: types.GenerateSampling, prompt_len: int
 
 
 __all__ = ["check_prompt_length", "check_raw", "check_request", "check_routed_experts_start",
-           "construct_sampling", "default_max_tokens", "parse_request"]
+           "check_tokens_only", "check_tokens_only_engine_side", "construct_sampling",
+           "default_max_tokens", "parse_request"]

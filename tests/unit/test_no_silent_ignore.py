@@ -34,7 +34,6 @@ OPTIONS = SURFACE["serve_options"]
 #: longer refused).
 PENDING_ELSEWHERE = {
     "grpc": "gRPC",
-    "tokens_only": "--tokens-only",
     "pooler_config": "pooling", "io_processor_plugin": "pooling",
 }
 
