@@ -150,7 +150,7 @@ def beam_state(prepared: PreparedRequest, ctx: ServingContext,
             text = tokenizer.decode(search.text_ids(beam), skip_special)
             choices.append(choice)
             states.append(BeamChoiceState(choice, text, search.output_ids(beam), beam))
-    done = replace(prepared, choices=choices, beam=None)
+    done = replace(prepared, choices=choices)
     state = BeamRequestState(done, ctx, states)
     state.timings = [RequestTiming(0.0)]
     return state

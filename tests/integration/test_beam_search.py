@@ -65,6 +65,9 @@ def test_chat_returns_n_beams(client):
     assert [c.index for c in out.choices] == [0, 1]
     assert all(c.message.role == "assistant" for c in out.choices)
     assert all(len(c.logprobs.content) == 3 for c in out.choices)
+    # As vLLM: a beam's own token has no bytes (its steps are not detokenized); tops have.
+    assert all(t.bytes is None and t.top_logprobs[0].bytes is not None
+               for c in out.choices for t in c.logprobs.content)
     assert out.choices[0].token_ids != out.choices[1].token_ids
     assert out.usage.completion_tokens == 6
     sums = [sum(t.logprob for t in c.logprobs.content) for c in out.choices]
