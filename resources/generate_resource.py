@@ -14,11 +14,14 @@ import falcon
 
 from resources.request_body import read_json
 from base.errors import ApiError, InvalidRequest, in_envelope
+from resources.common.beam import beam_state
 from resources.common.output import RequestState
 from resources.common.sse import error_event
 from resources.request_headers import apply_request_headers
 from runtime.cancellation import CANCEL_KEY, Cancellation
 from runtime.state import WorkerState
+from streaming.beam_body import BeamJob, BeamSearchBody
+from streaming.beam_search import BeamSearch
 from streaming.body import DeferredBody, StreamingBody
 from streaming.submit import ClientGone, start_generation
 
@@ -70,6 +73,9 @@ class GenerationResource:
         if state.config.log_requests:
             _log_request(prepared)
         cancel = req.env.get(CANCEL_KEY) or Cancellation()
+        if prepared.beam is not None:
+            self._start_beam_search(resp, prepared, ctx)
+            return
         try:
             generation = start_generation(prepared, state.client, cancel,
                                           data_parallel_rank=_dp_rank(req))
@@ -96,6 +102,22 @@ class GenerationResource:
             resp.stream = DeferredBody(generation, output_state,
                                        lambda st: render(prepared, st), on_finished,
                                        self.error_envelope)
+
+    def _start_beam_search(self, resp: falcon.Response, prepared: Any, ctx: Any) -> None:
+        """A beam-search request: the search runs when the offload driver resolves the body
+        (``streaming.beam_body``), then the endpoint's renderer writes the answer."""
+        plan = prepared.beam
+        job = BeamJob(request_id=prepared.request_id,
+                      searches=[BeamSearch(c.prompt_token_ids, settings)
+                                for c, settings in zip(prepared.choices, plan.settings)],
+                      sampling_params=plan.step_params, lora_request=prepared.lora_request,
+                      cache_salt=prepared.cache_salt, session_id=prepared.session_id)
+        render = type(self).render_response
+        resp.content_type = falcon.MEDIA_JSON
+        resp.stream = BeamSearchBody(
+            self._state.client, job,
+            lambda searches: render(prepared, beam_state(prepared, ctx, searches)),
+            self.error_envelope)
 
     def prepare_request(self, body: Any, ctx: Any, req: falcon.Request) -> Any:
         """The prepared request; an endpoint that needs more than ``prepare`` takes (the

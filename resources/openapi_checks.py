@@ -32,10 +32,9 @@ SAMPLING_BOUNDS: dict[str, dict[str, Any]] = {
     "bad_words": {"items": {"minLength": 1}},                     # "bad_words cannot contain an empty string"
     "stream_interval": {"minimum": 1},
 }
-#: Fields the server refuses unless absent or null (false for beam search): "… is not supported
-#: by this server (greenfront)" (``sampling_rules.refuse_unimplemented``, generate's checks).
+#: Fields the server refuses unless absent or null: "… is not supported by this server
+#: (greenfront)" (``sampling_rules.refuse_unimplemented``, generate's checks).
 REFUSED: dict[str, dict[str, Any]] = {
-    "use_beam_search": {"type": "boolean", "enum": [False]},
     **{name: {"type": "null"} for name in ("prompt_embeds", "logits_processors", "features",
                                            "content_parts", "reasoning_ended",
                                            "reasoning_parser_kwargs")},

@@ -18,11 +18,12 @@ from base.errors import InvalidRequest
 from resources.chat import tool_choice, types, validate
 from resources.chat.forwarded_ids import forwarded_prompt_ids
 from resources.chat.parsing import ChatParsing
+from resources.common.beam import beam_plan
 from resources.common.fields import parse_struct, require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
 from resources.common.prompts import check_length, check_not_empty, make_rule, tokenize_texts
 from resources.common.sampling import (build_sampling_params, fan_out, max_tokens_for,
-                                       usage_flags)
+                                       plain_error, usage_flags)
 from runtime.serving_context import ServingContext
 from text.chat_messages import ChatTemplateError, parse_messages
 from text.chat_template import ChatTemplate, DumpedOnce
@@ -265,6 +266,9 @@ def prepare_parsed_chat(f: types.ChatRequest, ctx: ServingContext, *,
     n = 1 if f.n is None else f.n
     top = f.top_logprobs or 0
     logprobs = top if f.logprobs else None
+    if f.use_beam_search:
+        return _beam_chat(f, ctx, ids, requested, logprobs, conversation, prompt_text,
+                          header_request_id, lora, parsing)
     prompt_logprobs = f.prompt_logprobs
     if prompt_logprobs is None and f.echo:
         prompt_logprobs = top
@@ -293,3 +297,34 @@ def prepare_parsed_chat(f: types.ChatRequest, ctx: ServingContext, *,
         prompt_text=prompt_text if f.return_prompt_text else None, lora_request=lora,
         chat_parsing=parsing, reasoning_ended=reasoning_ended,
         reasoning_parser_kwargs=reasoning_kwargs)
+
+
+def _beam_chat(f: types.ChatRequest, ctx: ServingContext, ids: list[int], requested: int | None,
+               logprobs: int | None, conversation: list[dict], prompt_text: str | None,
+               header_request_id: str | None, lora: Any, parsing: Any) -> PreparedRequest:
+    """A beam-search chat completion (``resources.common.beam``): one choice carrying the
+    prompt; the sampling fields and the engine's reasoning fields do not apply (vLLM builds
+    no SamplingParams for it); the output parsers still read each beam's text."""
+    if f.stream:
+        raise plain_error("Streaming chat completions with beam search are not supported by "
+                          "this server (greenfront); send them without `stream`.", "stream")
+    n = 1 if f.n is None else f.n
+    plan = beam_plan(f, ctx, n, [max_tokens_for(ctx, requested, len(ids))])
+    check_not_empty(ids)
+    role = ctx.response_role if f.add_generation_prompt else f.messages[-1].get("role")
+    echo_content = ""
+    if f.echo and conversation and conversation[-1].get("role") == role:
+        echo_content = conversation[-1].get("content") or ""
+    request_id = response_id("chatcmpl-", f.request_id, header_request_id)
+    choice = PreparedChoice(index=0, prompt_index=0, external_req_id=request_id,
+                            prompt_token_ids=ids, prompt_text=None,
+                            sampling_params=plan.step_params)
+    return PreparedRequest(
+        kind="chat", request_id=request_id, created=now(), model=ctx.response_model(lora),
+        stream=False, choices=[choice], return_token_ids=bool(f.return_token_ids),
+        echo=f.echo, logprobs=logprobs,
+        return_tokens_as_token_ids=ctx.tokens_as_ids(f.return_tokens_as_token_ids), n=n,
+        num_prompts=1, cache_salt=f.cache_salt, response_role=role,
+        echo_content=echo_content if isinstance(echo_content, str) else "",
+        prompt_text=prompt_text if f.return_prompt_text else None, lora_request=lora,
+        chat_parsing=parsing, beam=plan)

@@ -174,7 +174,7 @@ def render_chat_response(prepared: PreparedRequest, state: RequestState) -> byte
         logprobs = None
         if prepared.logprobs is not None and not hide_metadata:
             logprobs = chat_logprobs(c.token_ids, c.positions, prepared.logprobs, state.namer,
-                                     py_floats=True)
+                                     py_floats=True, token_bytes=prepared.beam is None)
         message, finish_reason = final_message(prepared, c, parser)
         if parser is not None:
             reasoning_tokens += parser.reasoning_tokens(c.token_ids)

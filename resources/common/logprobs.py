@@ -108,8 +108,11 @@ def completion_logprobs(token_ids: Sequence[int], positions: Sequence[Position |
 
 
 def chat_logprobs(token_ids: Sequence[int], positions: Sequence[Position | None], k: int,
-                  name: Namer, *, py_floats: bool = False, stream: bool = False) -> dict:
-    """The chat logprobs object ``{"content": [...]}``."""
+                  name: Namer, *, py_floats: bool = False, stream: bool = False,
+                  token_bytes: bool = True) -> dict:
+    """The chat logprobs object ``{"content": [...]}``; ``token_bytes`` False: each token's own
+    ``bytes`` are null (vLLM's beam search: its step requests are not detokenized, and vLLM
+    writes the bytes of the engine's decoded token only; the top entries keep theirs)."""
     fmt: Callable[[float], Any] = python_float if py_floats else _same
     content = []
     for token_id, pos in zip(token_ids, positions):
@@ -131,7 +134,8 @@ def chat_logprobs(token_ids: Sequence[int], positions: Sequence[Position | None]
                 top.append({"token": cand_name, "logprob": fmt(max(lp, FLOOR)),
                             "bytes": list(cand_name.encode("utf-8", errors="replace"))})
         content.append({"token": token, "logprob": fmt(max(pos[token_id][0], FLOOR)),
-                        "bytes": list(text.encode("utf-8", errors="replace")),
+                        "bytes": (list(text.encode("utf-8", errors="replace")) if token_bytes
+                                  else None),
                         "top_logprobs": top})
     return {"content": content}
 

@@ -103,10 +103,13 @@ class RequestState:
         ctx: the serving context (tokenizer).
     """
 
-    def __init__(self, prepared: PreparedRequest, ctx: ServingContext) -> None:
+    def __init__(self, prepared: PreparedRequest, ctx: ServingContext,
+                 choices: list | None = None) -> None:
         self.prepared = prepared
         self.ctx = ctx
-        self.choices = [ChoiceState(c, ctx) for c in prepared.choices]
+        #: one state per choice; ``choices`` given: finished ones made elsewhere (beam search)
+        self.choices = ([ChoiceState(c, ctx) for c in prepared.choices] if choices is None
+                        else choices)
         self.namer = Namer(ctx.tokenizer, prepared.return_tokens_as_token_ids)
         # The engine's KV/EC connector results, as vLLM answers them: those of the first
         # prompt's final output (its last sample to finish); None without a connector.

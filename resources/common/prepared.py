@@ -131,6 +131,9 @@ class PreparedRequest:
             (``resources.chat.parsing.ChatParsing``), or None when no parser is configured.
         output_mode: /inference/v1/generate's ``output_mode`` ("tokens" or "text"); None for
             the OpenAI endpoints.
+        beam: a beam-search request's plan (``resources.common.beam.BeamPlan``): ``choices``
+            then holds one entry per prompt (its prompt), not one per engine request; None
+            for sampling.
     """
 
     kind: str
@@ -159,3 +162,4 @@ class PreparedRequest:
     reasoning_parser_kwargs: dict | None = None
     chat_parsing: Any = None
     output_mode: str | None = None
+    beam: Any = None

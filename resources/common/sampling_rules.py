@@ -40,16 +40,12 @@ def unsupported(what: str, param: str) -> InvalidRequest:
 class Refusable(Protocol):
     """The request fields ``refuse_unimplemented`` looks at (completions and chat requests)."""
 
-    use_beam_search: bool
     logits_processors: Any
 
 
 def refuse_unimplemented(f: Refusable) -> None:
-    """The serving-layer refusals completions and chat share, in vLLM's check order: beam search,
-    prompt embeddings (completions only: chat requests have no such field), logits processors."""
-    if f.use_beam_search:
-        raise plain_error("Beam search is not supported by this server (greenfront); use "
-                          "sampling with n instead.", "use_beam_search")
+    """The serving-layer refusals completions and chat share, in vLLM's check order: prompt
+    embeddings (completions only: chat requests have no such field), logits processors."""
     if getattr(f, "prompt_embeds", None) is not None:
         raise unsupported("prompt_embeds", "prompt_embeds")
     if f.logits_processors is not None:

@@ -15,6 +15,7 @@ from base.errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.fields import parse_struct, require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
+from resources.common.beam import beam_plan
 from resources.common.prompts import (check_not_empty, make_rule, tokenize_ids, tokenize_texts)
 from resources.common.sampling import (build_sampling_params, fan_out, max_tokens_for,
                                        usage_flags)
@@ -93,6 +94,8 @@ def prepare_completion(body: Any, ctx: ServingContext, *,
     return_token_ids = bool(f.return_token_ids)
     request_id = response_id("cmpl-", f.request_id, header_request_id)
 
+    if f.use_beam_search:
+        return _beam_request(f, ctx, prompts, token_prompts, requested, request_id, lora)
     choices: list[PreparedChoice] = []
     for pi, (prompt, ids) in enumerate(zip(prompts, token_prompts)):
         budget = max_tokens_for(ctx, requested, len(ids))
@@ -116,3 +119,27 @@ def prepare_completion(body: Any, ctx: ServingContext, *,
         return_tokens_as_token_ids=ctx.tokens_as_ids(f.return_tokens_as_token_ids), n=n,
         num_prompts=len(prompts), priority=f.priority, cache_salt=f.cache_salt,
         lora_request=lora)
+
+
+def _beam_request(f: types.CompletionRequest, ctx: ServingContext, prompts: list,
+                  token_prompts: list[list[int]], requested: int, request_id: str,
+                  lora: Any) -> PreparedRequest:
+    """A beam-search completion (``resources.common.beam``): one choice per prompt, carrying
+    the prompt; the sampling fields do not apply (vLLM builds no SamplingParams for it)."""
+    echo = bool(f.echo)
+    return_token_ids = bool(f.return_token_ids)
+    budgets = [max_tokens_for(ctx, requested, len(ids)) for ids in token_prompts]
+    plan = beam_plan(f, ctx, f.n, budgets)
+    for ids in token_prompts:
+        check_not_empty(ids)
+    choices = [PreparedChoice(index=pi, prompt_index=pi, external_req_id=request_id,
+                              prompt_token_ids=ids,
+                              prompt_text=_echoed_text(ctx, prompt, ids, echo, return_token_ids),
+                              sampling_params=plan.step_params)
+               for pi, (prompt, ids) in enumerate(zip(prompts, token_prompts))]
+    return PreparedRequest(
+        kind="completion", request_id=request_id, created=now(), model=ctx.response_model(lora),
+        stream=False, choices=choices, return_token_ids=return_token_ids, echo=echo,
+        echo_only=echo and requested == 0, logprobs=f.logprobs,
+        return_tokens_as_token_ids=ctx.tokens_as_ids(f.return_tokens_as_token_ids), n=f.n,
+        num_prompts=len(prompts), cache_salt=f.cache_salt, lora_request=lora, beam=plan)

@@ -131,7 +131,6 @@ def test_published_bounds_are_checks_the_server_makes(ctx, document, endpoint, n
     ("CompletionRequest", {}), ("CompletionRequest", {"prompt": ""}),
     ("CompletionRequest", {"prompt": []}), ("CompletionRequest", {"prompt": None}),
     ("ChatCompletionRequest", {"messages": []}),
-    ("CompletionRequest", {"prompt": "x", "use_beam_search": True}),
     ("CompletionRequest", {"prompt": "x", "prompt_embeds": "AAAA"}),
     ("ChatCompletionRequest", {"messages": [{"role": "user", "content": "x"}],
                                "logits_processors": ["a.b"]}),
