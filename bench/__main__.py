@@ -37,9 +37,12 @@ from typing import Any
 from bench import report, run_meta, soak
 from bench.deploy import DEFAULT_MODEL_DIR, ROOT, PEER_KINDS, GreenfrontDeployment, parse_cpus
 from bench.plan import plan, schedule
+from bench.embed_load import EMBED_SCENARIOS
 from bench.scenarios import FULL, QUICK, SMOKE, TOOLS_SCENARIO, SimProfile, run_limit, run_phase
 
-SCENARIOS = ("long", "tokenize", "stream", TOOLS_SCENARIO, "limit")
+SCENARIOS = ("long", "tokenize", "stream", TOOLS_SCENARIO, *EMBED_SCENARIOS, "limit")
+#: What --smoke leaves out unless --scenarios names it: each needs its own deployment.
+NOT_IN_SMOKE = (TOOLS_SCENARIO, *EMBED_SCENARIOS)
 
 
 def _headline(phase: dict[str, Any]) -> str:
@@ -47,6 +50,8 @@ def _headline(phase: dict[str, Any]) -> str:
     errors = load["errors"] + phase["health"]["errors"]
     if phase["scenario"] in ("stream", TOOLS_SCENARIO):
         main = f"{load['tokens_per_s']:,.0f} tokens/s, TTFT p50 {load['ttft_ms']['p50']:.0f} ms"
+    elif phase["scenario"] in EMBED_SCENARIOS:
+        main = f"{load['req_per_s']:.1f} req/s ({load['inputs_per_s']:,.0f} inputs/s)"
     else:
         main = f"{load['req_per_s']:.1f} req/s"
     return f"{main}, /health p99.9 {health['p99.9']:.1f} ms, errors {errors}"
@@ -67,7 +72,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="--soak: closed-loop clients (default 32)")
     p.add_argument("--scenarios", default=None,
                    help=f"comma-separated subset of {','.join(SCENARIOS)} (default: all; "
-                        f"--smoke: all but {TOOLS_SCENARIO}, which needs its own deployment)")
+                        f"--smoke: all but {', '.join(NOT_IN_SMOKE)}, which need their own "
+                        f"deployments)")
     p.add_argument("--backends", default="hf,fastokens", help="tokenizer backends of the matrix")
     p.add_argument("--workers", default=None,
                    help="gunicorn worker counts of the matrix (default 1,2; --quick: 1)")
@@ -118,7 +124,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         p.error("--tools-rounds must be at least 1")
     if args.scenarios is None:
         args.scenarios = ",".join(s for s in SCENARIOS
-                                  if not (args.smoke and s == TOOLS_SCENARIO))
+                                  if not (args.smoke and s in NOT_IN_SMOKE))
     args.scenarios = [s for s in args.scenarios.split(",") if s]
     if unknown := set(args.scenarios) - set(SCENARIOS):
         p.error(f"unknown scenarios: {', '.join(sorted(unknown))}")

@@ -14,7 +14,9 @@ import os
 import statistics
 from typing import Any
 
+from bench.embed_load import EMBED_SCENARIOS
 from bench.peer_targets import peer_targets
+from bench.report_embed import embed_tables
 
 LONG, TOKENIZE, STREAM, TOOLS = "long", "tokenize", "stream", "stream-tools"
 
@@ -182,6 +184,7 @@ def _side_by_side(results: dict[str, Any]) -> list[str]:
     labels = []
     for p in results["phases"]:
         column = p["settings"].get("kind") != "greenfront" or p["settings"].get("reference")
+        column = column and p["scenario"] not in EMBED_SCENARIOS  # bench.report_embed's
         if column and p["endpoint"] not in labels:
             labels.append(p["endpoint"])
     if len(labels) < 2:
@@ -415,6 +418,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     lines += _ratio_table(results)
     lines += _long_table(results, TOKENIZE)
     lines += _stream_table(results)
+    lines += embed_tables(results)
     lines += _limit_table(results)
     if results["phases"]:
         lines += _load_side_table(results)
