@@ -14,7 +14,6 @@ import os
 import statistics
 from typing import Any
 
-from bench.embed_load import EMBED_SCENARIOS
 from bench.peer_targets import peer_targets
 from bench.report_embed import embed_tables
 
@@ -184,8 +183,7 @@ def _side_by_side(results: dict[str, Any]) -> list[str]:
     labels = []
     for p in results["phases"]:
         column = p["settings"].get("kind") != "greenfront" or p["settings"].get("reference")
-        column = column and p["scenario"] not in EMBED_SCENARIOS  # bench.report_embed's
-        if column and p["endpoint"] not in labels:
+        if column and p["endpoint"] not in labels and p["load"].get("mode") != "embed":
             labels.append(p["endpoint"])
     if len(labels) < 2:
         return []
