@@ -14,6 +14,10 @@ runs the phases in order and hands the results to `bench.report`.
   simulator settings printed in the report (``python -m engine.sim --handshake ... <sim args>``)
   for the streaming "added latency" figures to mean anything.
 
+* The embed scenarios (``bench.embed_load``): on their own deployment of greenfront's default
+  configuration whose simulator is a pooling engine, and on each ``--vllm-peers`` that serves
+  embeddings (``python``, ``greenfront``) restarted as an embedding model.
+
 ``--quick`` (~1-2 min) and ``--smoke`` (~30-60 s, for the test suite) shorten every phase.
 ``--soak [--duration S]``: instead, ``bench.soak``'s mixed load against one default deployment
 (10 minutes by default), reporting RSS, errors, requests left in the engine and ``/health``.
