@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.deploy import POOLING_ARGS
 from bench.embed_load import EMBED_SCENARIOS
 
 #: The label of greenfront's own pooling deployment (``bench.plan``).
@@ -45,7 +46,8 @@ def _main_table(rows: list[dict[str, Any]]) -> list[str]:
     out = [(f"### Embeddings: /v1/embeddings, {first['inputs_per_request']} distinct inputs of "
             f"~{first['tokens_per_input']:.0f} tokens per request, {t['long_concurrency']} "
             f"concurrent (closed loop, a new connection per request), vectors of "
-            f"{'/'.join(map(str, dims)) or '?'} floats, /health probed "
+            f"{'/'.join(map(str, dims)) or '?'} floats (the simulator with "
+            f"`{' '.join(POOLING_ARGS)}`), /health probed "
             f"{t['probe_rate']:.0f}/s"), "",
            ("| configuration | encoding | req/s | inputs/s | prompt tok/s | latency p50 | p99 "
             "| /health p50 | p99 | p99.9 | max | errors | server CPU ms/req | answer kB |"),
