@@ -14,6 +14,10 @@ runs the phases in order and hands the results to `bench.report`.
   simulator settings printed in the report (``python -m engine.sim --handshake ... <sim args>``)
   for the streaming "added latency" figures to mean anything.
 
+* The embed scenarios (``bench.embed_load``): on their own deployment of greenfront's default
+  configuration whose simulator is a pooling engine, and on each ``--vllm-peers`` that serves
+  embeddings (``python``, ``greenfront``) restarted as an embedding model.
+
 ``--quick`` (~1-2 min) and ``--smoke`` (~30-60 s, for the test suite) shorten every phase.
 ``--soak [--duration S]``: instead, ``bench.soak``'s mixed load against one default deployment
 (10 minutes by default), reporting RSS, errors, requests left in the engine and ``/health``.
@@ -37,9 +41,12 @@ from typing import Any
 from bench import report, run_meta, soak
 from bench.deploy import DEFAULT_MODEL_DIR, ROOT, PEER_KINDS, GreenfrontDeployment, parse_cpus
 from bench.plan import plan, schedule
+from bench.embed_load import EMBED_SCENARIOS
 from bench.scenarios import FULL, QUICK, SMOKE, TOOLS_SCENARIO, SimProfile, run_limit, run_phase
 
-SCENARIOS = ("long", "tokenize", "stream", TOOLS_SCENARIO, "limit")
+SCENARIOS = ("long", "tokenize", "stream", TOOLS_SCENARIO, *EMBED_SCENARIOS, "limit")
+#: What --smoke leaves out unless --scenarios names it: each needs its own deployment.
+NOT_IN_SMOKE = (TOOLS_SCENARIO, *EMBED_SCENARIOS)
 
 
 def _headline(phase: dict[str, Any]) -> str:
@@ -47,6 +54,8 @@ def _headline(phase: dict[str, Any]) -> str:
     errors = load["errors"] + phase["health"]["errors"]
     if phase["scenario"] in ("stream", TOOLS_SCENARIO):
         main = f"{load['tokens_per_s']:,.0f} tokens/s, TTFT p50 {load['ttft_ms']['p50']:.0f} ms"
+    elif phase["scenario"] in EMBED_SCENARIOS:
+        main = f"{load['req_per_s']:.1f} req/s ({load['inputs_per_s']:,.0f} inputs/s)"
     else:
         main = f"{load['req_per_s']:.1f} req/s"
     return f"{main}, /health p99.9 {health['p99.9']:.1f} ms, errors {errors}"
@@ -67,7 +76,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="--soak: closed-loop clients (default 32)")
     p.add_argument("--scenarios", default=None,
                    help=f"comma-separated subset of {','.join(SCENARIOS)} (default: all; "
-                        f"--smoke: all but {TOOLS_SCENARIO}, which needs its own deployment)")
+                        f"--smoke: all but {', '.join(NOT_IN_SMOKE)}, which need their own "
+                        f"deployments)")
     p.add_argument("--backends", default="hf,fastokens", help="tokenizer backends of the matrix")
     p.add_argument("--workers", default=None,
                    help="gunicorn worker counts of the matrix (default 1,2; --quick: 1)")
@@ -118,7 +128,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         p.error("--tools-rounds must be at least 1")
     if args.scenarios is None:
         args.scenarios = ",".join(s for s in SCENARIOS
-                                  if not (args.smoke and s == TOOLS_SCENARIO))
+                                  if not (args.smoke and s in NOT_IN_SMOKE))
     args.scenarios = [s for s in args.scenarios.split(",") if s]
     if unknown := set(args.scenarios) - set(SCENARIOS):
         p.error(f"unknown scenarios: {', '.join(sorted(unknown))}")

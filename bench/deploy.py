@@ -227,17 +227,21 @@ class GreenfrontDeployment:
 
 #: Peer kinds: vLLM's two frontends, and greenfront as the frontend ``vllm serve`` launches.
 PEER_KINDS = ("python", "rust", "greenfront")
+#: An embedding model's engine, as ``vllm serve`` and the simulator both spell it.
+POOLING_ARGS = ["--runner", "pooling", "--convert", "embed"]
 
 
 class VllmPeer:
     """vLLM's Python or Rust frontend on a fresh simulator; or (kind ``greenfront``) ``vllm
     serve`` launching greenfront with ``workers`` workers, the way it launches its Rust frontend
     (``VLLM_USE_RUST_FRONTEND=1`` with greenfront's executable), so the same supervisor, sockets
-    and handshake stand in front of the same simulator."""
+    and handshake stand in front of the same simulator. ``pooling``: the model is an embedding
+    model and the simulator a pooling engine (``POOLING_ARGS`` on both command lines)."""
 
     def __init__(self, kind: str, *, sim_args: str, server_cpus: set[int],
                  client_cpus: set[int], log_dir: str, peers: str = PEERS,
-                 max_model_len: int = 131072, workers: int | None = None) -> None:
+                 max_model_len: int = 131072, workers: int | None = None,
+                 pooling: bool = False) -> None:
         if kind not in PEER_KINDS:
             raise ValueError(f"kind must be one of {', '.join(PEER_KINDS)}")
         self.kind = kind
@@ -251,6 +255,9 @@ class VllmPeer:
             "supervised" if kind == "greenfront" else kind, self.port, self.rpc_port,
             model=tiny_model(peers), max_model_len=max_model_len, peers=peers,
             frontend_bin=os.path.join(ROOT, "bin", "greenfront") if kind == "greenfront" else "")
+        if pooling:  # an embedding model (bench.embed_load), on a pooling simulator
+            self.argv += POOLING_ARGS
+            self.sim_args = f"{sim_args} {' '.join(POOLING_ARGS)}"
         if not (os.path.exists(self.argv[0]) and os.path.isdir(tiny_model(peers))):
             raise RuntimeError(f"vLLM peers not installed ({self.argv[0]}): "
                                f"PEERS={peers} make interop-setup")
@@ -261,6 +268,8 @@ class VllmPeer:
             self.env.pop("GREENFRONT_WORKERS", None)
             if workers:
                 self.env["GREENFRONT_WORKERS"] = str(workers)
+        if pooling:
+            self.label += " pooling"
         self.frontend: subprocess.Popen | None = None
         self.engine: subprocess.Popen | None = None
 

@@ -1,8 +1,9 @@
 """The benchmark's plan: which deployments run which scenarios, and in what order.
 
 Owns ``Step`` (one deployment or target and its scenarios), ``plan`` (greenfront's matrix without
-``--target``; otherwise greenfront's default configuration beside each peer and target) and
-``schedule`` (the order of a step's phases, paired rounds included).
+``--target``; otherwise greenfront's default configuration beside each peer and target; the
+embed scenarios on their own pooling deployments, ``embed_steps``) and ``schedule`` (the order
+of a step's phases, paired rounds included).
 
 Runs on: the benchmark orchestrator process.
 """
@@ -17,12 +18,18 @@ from typing import Any
 from base.host import default_worker_count
 from bench.deploy import (
     MARKER_MODEL_DIR,
+    POOLING_ARGS,
     Endpoint,
     GreenfrontDeployment,
     VllmPeer,
     external_endpoint,
 )
+from bench.embed_load import EMBED_SCENARIOS
 from bench.scenarios import TOOLS_ENV, TOOLS_SCENARIO, SimProfile, tools_sim_args
+
+#: The peers the embed scenarios run against: vLLM's Python frontend, and greenfront under
+#: ``vllm serve``. Not vLLM's Rust frontend: vllm-rs 0.32 serves no pooling routes.
+EMBED_PEERS = ("python", "greenfront")
 
 
 @dataclass
@@ -70,14 +77,30 @@ def matrix(args: argparse.Namespace, mk) -> list[Step]:
                     step.partner = mk(backend, offload, workers, ["stream"], paired=True).open
                     step.rounds = args.tools_rounds
                     steps.append(step)
+    return steps + embed_steps(args, mk, min(default_worker_count(), max(args.workers)))
+
+
+def embed_steps(args: argparse.Namespace, mk, workers: int, peer=None) -> list[Step]:
+    """The embed scenarios' deployments, on a pooling simulator: greenfront's default
+    configuration with ``workers`` workers, and (``peer(kind)``) each of ``EMBED_PEERS`` asked
+    for with ``--vllm-peers``."""
+    scen = [s for s in EMBED_SCENARIOS if s in args.scenarios]
+    if not scen:
+        return []
+    steps = [] if args.no_greenfront else [mk("fastokens", True, workers, scen, pooling=True)]
+    if peer is not None:
+        steps += [peer(kind, scen) for kind in args.vllm_peers if kind in EMBED_PEERS]
     return steps
 
 
 def plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int],
           sim: SimProfile, log_dir: str) -> list[Step]:
     def mk(backend: str, offload: bool, workers: int, scen: list[str], reference: bool = False,
-           tools: bool = False, paired: bool = False):
+           tools: bool = False, paired: bool = False, pooling: bool = False):
         label = "greenfront" if reference else gf_label(backend, offload, workers)
+        sim_args = tools_sim_args(sim) if tools else sim.args
+        if pooling:  # an embedding model's engine (the embed scenarios)
+            label, sim_args = "greenfront pooling", f"{sim.args} {' '.join(POOLING_ARGS)}"
         if tools:  # its own deployment: the marker-token model and the hermes parser
             label += " hermes tools"
         if paired:  # the plain deployment the tool-calling phases alternate with
@@ -85,7 +108,7 @@ def plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int],
 
         def open_() -> GreenfrontDeployment:
             return GreenfrontDeployment(label, workers=workers, offload=offload, backend=backend,
-                                        sim_args=tools_sim_args(sim) if tools else sim.args,
+                                        sim_args=sim_args,
                                         server_cpus=server_cpus,
                                         client_cpus=client_cpus, log_dir=log_dir,
                                         model_dir=MARKER_MODEL_DIR if tools else args.model_dir,
@@ -116,7 +139,14 @@ def plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int],
         def open_(url=url, label=label, health=health, pid=pid) -> Iterator[Endpoint]:
             yield external_endpoint(label, url, health, pid)
         steps.append(Step(label, scen, open_))
-    return steps
+
+    def peer(kind: str, scen: list[str]) -> Step:
+        label = f"vllm-{kind}" if kind != "greenfront" else "greenfront-vllm-serve"
+        return Step(f"{label} pooling", scen, lambda: VllmPeer(
+            kind, sim_args=sim.args, server_cpus=server_cpus, client_cpus=client_cpus,
+            log_dir=log_dir, peers=args.peers, pooling=True))
+    # (--scenarios may name only the embed scenarios: no generation deployment then.)
+    return [s for s in steps if s.scenarios] + embed_steps(args, mk, default_workers, peer)
 
 
 def schedule(step: Step, endpoint: Any, partner: Any) -> Iterator[tuple[int | None, Any, str]]:

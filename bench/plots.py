@@ -21,7 +21,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 _SCENARIO_TITLES = {"long": "long prompts (/v1/completions)", "tokenize": "long prompts (/tokenize)",
-                    "stream": "short streaming"}
+                    "stream": "short streaming", "embed": "embeddings (float)",
+                    "embed-base64": "embeddings (base64)"}
 
 
 def _health_curve(phases: list[dict[str, Any]], scenario: str, path: str) -> None:
@@ -114,7 +115,7 @@ def draw(results: dict[str, Any], out_dir: str) -> list[str]:
     names = []
     if _throughput(results, os.path.join(out_dir, "throughput.png")):
         names.append("throughput.png")
-    for scenario in ("long", "tokenize", "stream"):
+    for scenario in ("long", "tokenize", "stream", "embed", "embed-base64"):
         phases = [p for p in results["phases"] if p["scenario"] == scenario]
         if not phases:
             continue

@@ -15,6 +15,7 @@ import statistics
 from typing import Any
 
 from bench.peer_targets import peer_targets
+from bench.report_embed import embed_tables
 
 LONG, TOKENIZE, STREAM, TOOLS = "long", "tokenize", "stream", "stream-tools"
 
@@ -182,7 +183,7 @@ def _side_by_side(results: dict[str, Any]) -> list[str]:
     labels = []
     for p in results["phases"]:
         column = p["settings"].get("kind") != "greenfront" or p["settings"].get("reference")
-        if column and p["endpoint"] not in labels:
+        if column and p["endpoint"] not in labels and p["load"].get("mode") != "embed":
             labels.append(p["endpoint"])
     if len(labels) < 2:
         return []
@@ -415,6 +416,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     lines += _ratio_table(results)
     lines += _long_table(results, TOKENIZE)
     lines += _stream_table(results)
+    lines += embed_tables(results)
     lines += _limit_table(results)
     if results["phases"]:
         lines += _load_side_table(results)

@@ -16,6 +16,8 @@ Scenarios:
                 repeated), the server with
                 ``--enable-auto-tool-choice --tool-call-parser hermes``: every token goes through
                 the tool parser
+  ``embed``     batches of 32 distinct ~512-token texts to /v1/embeddings (float), closed loop,
+                on a pooling simulator (``bench.embed_load``); ``embed-base64`` the same in base64
   ``limit``     the tokenizer alone (``bench.tokenizer_limit``)
 All with ``/health`` probed at 200/s by a separate process.
 
@@ -42,6 +44,8 @@ from bench.deploy import (
     pinned,
     socket_counts,
 )
+from bench.embed_load import EMBED_SCENARIOS
+from bench.embed_load import config as embed_config
 from tests.support.processes import cmdline
 
 #: Seconds given to a fresh load-generator/prober process to import and build its prompts.
@@ -171,6 +175,8 @@ def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile
                         ramp_s=timing.stream_ramp_s, min_tokens=64, max_tokens=256)
         if scenario == TOOLS_SCENARIO:
             load_cfg.update(tools=TOOLS)
+    elif scenario in EMBED_SCENARIOS:  # the long phases' timing and clients
+        load_cfg = embed_config(base, scenario, timing.long_concurrency)
     else:
         load_cfg = dict(base, mode="long", concurrency=timing.long_concurrency,
                         chars=timing.chars, max_tokens=4,
@@ -178,7 +184,8 @@ def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile
     probe_cfg = {"health_url": endpoint.health_url, "rate": timing.probe_rate,
                  "t_begin": t_begin, "t0": t0, "t1": t1}
     name = f"{endpoint.label}.{scenario}"
-    load, load_out = _spawn("bench.loadgen", load_cfg, workdir, name + ".load", client_cpus)
+    module = "bench.embed_load" if scenario in EMBED_SCENARIOS else "bench.loadgen"
+    load, load_out = _spawn(module, load_cfg, workdir, name + ".load", client_cpus)
     probe, probe_out = _spawn("bench.prober", probe_cfg, workdir, name + ".probe", client_cpus)
     try:
         groups = {"server": endpoint.server_pids, "engine": endpoint.engine_pids,
