@@ -105,6 +105,8 @@ class Endpoint:
     server_pids: Callable[[], list[int]] = list
     engine_pids: Callable[[], list[int]] = list
     settings: dict = field(default_factory=dict)
+    #: vLLM's gRPC services (``vllm.Inference``) on the same host, when the server has them on
+    grpc_port: int | None = None
 
     @property
     def host_port(self) -> tuple[str, int]:
@@ -150,9 +152,11 @@ class GreenfrontDeployment:
     def __init__(self, label: str, *, workers: int = 1, offload: bool = True,
                  backend: str = "fastokens", sim_args: str = "", server_cpus: set[int],
                  client_cpus: set[int], log_dir: str, model_dir: str = DEFAULT_MODEL_DIR,
-                 extra_env: dict[str, str] | None = None, reference: bool = False) -> None:
+                 extra_env: dict[str, str] | None = None, reference: bool = False,
+                 grpc: bool = False) -> None:
         self.label = label
         self.port = free_port()
+        self.grpc_port = free_port() if grpc else None
         self.workers = workers
         self.server_cpus, self.client_cpus = server_cpus, client_cpus
         self.run_dir = tempfile.mkdtemp(prefix="greenfront-bench-")
@@ -175,6 +179,8 @@ class GreenfrontDeployment:
             "GREENFRONT_TOKENIZER_BACKEND": backend,
             "GREENFRONT_LOG_LEVEL": "warning",
         })
+        if self.grpc_port:
+            self.env["GREENFRONT_GRPC_PORT"] = str(self.grpc_port)
         self.env.update(extra_env or {})
         self.proc: subprocess.Popen | None = None
         self._log = None
@@ -195,7 +201,7 @@ class GreenfrontDeployment:
             self.__exit__()
             raise
         return Endpoint(self.label, url, url + "/health", "tiny", self.server_pids,
-                        self.engine_pids, self.settings)
+                        self.engine_pids, self.settings, grpc_port=self.grpc_port)
 
     def _wait_workers(self) -> None:
         # /health answers as soon as one worker is up; the others must be too before measuring.
