@@ -243,7 +243,8 @@ class VllmPeer:
 
     def __init__(self, kind: str, *, sim_args: str, server_cpus: set[int],
                  client_cpus: set[int], log_dir: str, peers: str = PEERS,
-                 max_model_len: int = 131072, workers: int | None = None) -> None:
+                 max_model_len: int = 131072, workers: int | None = None,
+                 grpc: bool = False) -> None:
         if kind not in PEER_KINDS:
             raise ValueError(f"kind must be one of {', '.join(PEER_KINDS)}")
         self.kind = kind
@@ -261,6 +262,10 @@ class VllmPeer:
             raise RuntimeError(f"vLLM peers not installed ({self.argv[0]}): "
                                f"PEERS={peers} make interop-setup")
         self.env = dict(os.environ, **env)
+        # vLLM's Rust frontend serves vllm.Inference beside HTTP on --grpc-port.
+        self.grpc_port = free_port() if grpc and kind == "rust" else None
+        if self.grpc_port:
+            self.argv += ["--grpc-port", str(self.grpc_port)]
         self.workers = workers
         if kind == "greenfront":
             self.label = "greenfront-vllm-serve" + (f"-{workers}w" if workers else "")
@@ -294,7 +299,8 @@ class VllmPeer:
         if self.kind == "greenfront":
             settings["workers"] = self.workers or "default"
         return Endpoint(self.label, url, url + "/health", "tiny",
-                        lambda: tree(frontend_pid), lambda: tree(engine_pid), settings)
+                        lambda: tree(frontend_pid), lambda: tree(engine_pid), settings,
+                        grpc_port=self.grpc_port)
 
     def __exit__(self, *exc: object) -> None:
         reap(self.frontend, grace=20.0, term_group=True)

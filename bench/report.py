@@ -16,7 +16,7 @@ from typing import Any
 
 from bench.peer_targets import peer_targets
 
-LONG, TOKENIZE, STREAM, TOOLS = "long", "tokenize", "stream", "stream-tools"
+LONG, TOKENIZE, STREAM, TOOLS, GRPC = "long", "tokenize", "stream", "stream-tools", "grpc-stream"
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def _ratio_table(results: dict[str, Any]) -> list[str]:
 def _stream_table(results: dict[str, Any]) -> list[str]:
     """Plain streams and the tool-calling streams (chats answered with hermes tool calls,
     parsed as they stream) in one table."""
-    rows = _phases(results, STREAM) + _phases(results, TOOLS)
+    rows = _phases(results, STREAM) + _phases(results, TOOLS) + _phases(results, GRPC)
     if not rows:
         return []
     sim = rows[0]["sim"]
@@ -151,7 +151,8 @@ def _stream_table(results: dict[str, Any]) -> list[str]:
         ttft, itl = load["ttft_ms"], load["itl_stream_mean_ms"]["mean"]
         tokens = load["tokens_per_s"] * p["cpu_s"]["window_s"]
         errors = load["errors"] + p["health"]["errors"]
-        out.append(f"| {p['endpoint']} | {_num(load['tokens_per_s'])} | {_ms(ttft['p50'])} "
+        label = p["endpoint"] + (" (gRPC)" if p["scenario"] == GRPC else "")
+        out.append(f"| {label} | {_num(load['tokens_per_s'])} | {_ms(ttft['p50'])} "
                    f"| {_ms(ttft['p99'])} | {ttft['p50'] - expected_ttft:+.1f} ms | {itl:.2f} ms "
                    f"| {itl - sim['itl_ms']:+.2f} ms | {_ms(load['itl_gap_ms']['p99'])} "
                    f"| {load['tokens_per_event']:.2f} "
@@ -267,6 +268,8 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
             "> 95/s and < 30 ms", f"{rate:.1f}/s, {_ms(h)}", rate > 95 and h < 30)
     tools_target(results, add)
     peer_targets(results, add)
+    from bench import report_grpc  # imports this module's helpers: imported when used
+    report_grpc.grpc_targets(results, add)
     return out
 
 
@@ -348,7 +351,7 @@ def tools_target(results: dict[str, Any], add) -> None:
 def _targets_table(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
-    out = ["### Targets (issues 4, 8 and 11)", "", "| target | goal | measured | met |",
+    out = ["### Targets (issues 4, 8, 11 and 21)", "", "| target | goal | measured | met |",
            "|---|---|---|---|"]
     for t in rows:
         met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]
@@ -415,6 +418,8 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     lines += _ratio_table(results)
     lines += _long_table(results, TOKENIZE)
     lines += _stream_table(results)
+    from bench.report_grpc import grpc_tables  # imports this module: imported when used
+    lines += grpc_tables(results)
     lines += _limit_table(results)
     if results["phases"]:
         lines += _load_side_table(results)

@@ -16,6 +16,8 @@ Scenarios:
                 repeated), the server with
                 ``--enable-auto-tool-choice --tool-call-parser hermes``: every token goes through
                 the tool parser
+  ``grpc-stream`` the ``stream`` load as vLLM's gRPC ``GenerateStream`` calls
+                (``bench.grpc_load``, on the endpoint's gRPC port)
   ``limit``     the tokenizer alone (``bench.tokenizer_limit``)
 All with ``/health`` probed at 200/s by a separate process.
 
@@ -48,6 +50,7 @@ from tests.support.processes import cmdline
 SPAWN_S = 1.5
 
 TOOLS_SCENARIO = "stream-tools"
+GRPC_SCENARIO = "grpc-stream"
 #: The tool-calling deployment: the marker-token model and vLLM's hermes parser flags.
 TOOLS_ENV = {"GREENFRONT_ENABLE_AUTO_TOOL_CHOICE": "1", "GREENFRONT_TOOL_CALL_PARSER": "hermes"}
 TOOLS = [{"type": "function", "function": {
@@ -158,7 +161,7 @@ def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile
               client_cpus: set[int], workdir: str, seed: int = 0) -> dict[str, Any]:
     """Load + /health probe against ``endpoint``; returns load, health and CPU figures."""
     host, port = endpoint.host_port
-    stream = scenario in ("stream", TOOLS_SCENARIO)
+    stream = scenario in ("stream", TOOLS_SCENARIO, GRPC_SCENARIO)
     warmup = timing.stream_warmup_s + timing.stream_ramp_s if stream else timing.long_warmup_s
     duration = timing.stream_s if stream else timing.long_s
     t_begin = time.monotonic() + SPAWN_S
@@ -171,6 +174,8 @@ def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile
                         ramp_s=timing.stream_ramp_s, min_tokens=64, max_tokens=256)
         if scenario == TOOLS_SCENARIO:
             load_cfg.update(tools=TOOLS)
+        if scenario == GRPC_SCENARIO:
+            load_cfg.update(port=endpoint.grpc_port)
     else:
         load_cfg = dict(base, mode="long", concurrency=timing.long_concurrency,
                         chars=timing.chars, max_tokens=4,
@@ -178,7 +183,8 @@ def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile
     probe_cfg = {"health_url": endpoint.health_url, "rate": timing.probe_rate,
                  "t_begin": t_begin, "t0": t0, "t1": t1}
     name = f"{endpoint.label}.{scenario}"
-    load, load_out = _spawn("bench.loadgen", load_cfg, workdir, name + ".load", client_cpus)
+    module = "bench.grpc_load" if scenario == GRPC_SCENARIO else "bench.loadgen"
+    load, load_out = _spawn(module, load_cfg, workdir, name + ".load", client_cpus)
     probe, probe_out = _spawn("bench.prober", probe_cfg, workdir, name + ".probe", client_cpus)
     try:
         groups = {"server": endpoint.server_pids, "engine": endpoint.engine_pids,
