@@ -14,6 +14,7 @@ import os
 import statistics
 from typing import Any
 
+from bench import report_grpc
 from bench.peer_targets import peer_targets
 
 LONG, TOKENIZE, STREAM, TOOLS, GRPC = "long", "tokenize", "stream", "stream-tools", "grpc-stream"
@@ -151,8 +152,8 @@ def _stream_table(results: dict[str, Any]) -> list[str]:
         ttft, itl = load["ttft_ms"], load["itl_stream_mean_ms"]["mean"]
         tokens = load["tokens_per_s"] * p["cpu_s"]["window_s"]
         errors = load["errors"] + p["health"]["errors"]
-        label = p["endpoint"] + (" (gRPC)" if p["scenario"] == GRPC else "")
-        out.append(f"| {label} | {_num(load['tokens_per_s'])} | {_ms(ttft['p50'])} "
+        grpc = " (gRPC)" if p["scenario"] == GRPC else ""
+        out.append(f"| {p['endpoint']}{grpc} | {_num(load['tokens_per_s'])} | {_ms(ttft['p50'])} "
                    f"| {_ms(ttft['p99'])} | {ttft['p50'] - expected_ttft:+.1f} ms | {itl:.2f} ms "
                    f"| {itl - sim['itl_ms']:+.2f} ms | {_ms(load['itl_gap_ms']['p99'])} "
                    f"| {load['tokens_per_event']:.2f} "
@@ -268,7 +269,6 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
             "> 95/s and < 30 ms", f"{rate:.1f}/s, {_ms(h)}", rate > 95 and h < 30)
     tools_target(results, add)
     peer_targets(results, add)
-    from bench import report_grpc  # imports this module's helpers: imported when used
     report_grpc.grpc_targets(results, add)
     return out
 
@@ -418,8 +418,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     lines += _ratio_table(results)
     lines += _long_table(results, TOKENIZE)
     lines += _stream_table(results)
-    from bench.report_grpc import grpc_tables  # imports this module: imported when used
-    lines += grpc_tables(results)
+    lines += report_grpc.grpc_tables(results)
     lines += _limit_table(results)
     if results["phases"]:
         lines += _load_side_table(results)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from bench import report  # its helpers, read when called (bench.report imports this module)
 from bench.peer_targets import RUST, Add
-from bench.report import _mean, _ms, _num, _phases, _ratio, _tokens_cpu
 
 GRPC, STREAM = "grpc-stream", "stream"
 
@@ -33,9 +33,9 @@ def grpc_pairs(results: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[
     """(gRPC phase, the HTTP ``stream`` phases it is judged against), for every gRPC phase of a
     deployment that also streamed over HTTP: with rounds, the HTTP phases of the same deployment
     in rounds k and k + 1 (just before and after it); without, that deployment's HTTP phase."""
-    plain = _phases(results, STREAM)
+    plain = report._phases(results, STREAM)
     pairs = []
-    for g in _phases(results, GRPC):
+    for g in report._phases(results, GRPC):
         same = [p for p in plain if _base(p) == _base(g)]
         if "round" in g:
             same = [p for p in same if p.get("round") in (g["round"], g["round"] + 1)]
@@ -44,11 +44,20 @@ def grpc_pairs(results: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[
     return pairs
 
 
+def _http_rate(plain: list[dict[str, Any]]) -> float:
+    return report._mean([p["load"]["tokens_per_s"] for p in plain])
+
+
+def _rate(g: dict[str, Any], plain: list[dict[str, Any]]) -> float:
+    """gRPC tokens/s ÷ the mean of the HTTP phases it is judged against."""
+    return report._ratio(g["load"]["tokens_per_s"], _http_rate(plain))
+
+
 def _cpu_ratio(g: dict[str, Any], plain: list[dict[str, Any]]) -> float | None:
-    cpu_g, cpu_p = _tokens_cpu(g), [_tokens_cpu(p) for p in plain]
+    cpu_g, cpu_p = report._tokens_cpu(g), [report._tokens_cpu(p) for p in plain]
     if cpu_g is None or None in cpu_p:
         return None
-    return _ratio(cpu_g, _mean(cpu_p))
+    return report._ratio(cpu_g, report._mean(cpu_p))
 
 
 def grpc_targets(results: dict[str, Any], add: Add) -> None:
@@ -61,12 +70,11 @@ def grpc_targets(results: dict[str, Any], add: Add) -> None:
         # The rounds of the gRPC step carry the judgement; the reference column's one gRPC
         # phase beside the peers is information.
         judged = greenfront and "round" in pairs[0][0]
-        rates = [_ratio(g["load"]["tokens_per_s"], _mean([p["load"]["tokens_per_s"]
-                                                          for p in plain])) for g, plain in pairs]
+        rates = [_rate(g, plain) for g, plain in pairs]
         ratio = statistics.median(rates)
         each = ", ".join(
-            f"{r:.1%} ({_num(g['load']['tokens_per_s'])} vs "
-            f"{_num(_mean([p['load']['tokens_per_s'] for p in plain]))})"
+            f"{r:.1%} ({report._num(g['load']['tokens_per_s'])} vs "
+            f"{report._num(_http_rate(plain))})"
             for r, (g, plain) in zip(rates, pairs))
         head = f"median of {len(pairs)} rounds {ratio:.1%}: " if len(pairs) > 1 else ""
         measured = head + each
@@ -84,31 +92,33 @@ def grpc_targets(results: dict[str, Any], add: Add) -> None:
 
 def _beside_rust(results: dict[str, Any], add: Add) -> None:
     """greenfront's default configuration's gRPC phase beside the Rust frontend's."""
-    phases = _phases(results, GRPC)
+    phases = report._phases(results, GRPC)
     rust = next((p for p in phases if p["endpoint"] == RUST), None)
     ours = next((p for p in phases if p["settings"].get("reference")), None)
     if rust is None or ours is None:
         return
     g, r = ours["load"], rust["load"]
     name = "greenfront default vs vLLM Rust frontend, gRPC GenerateStream"
+    ratio = report._ratio(g["tokens_per_s"], r["tokens_per_s"])
     add(f"{name}: tokens/s", "information", f"{g['tokens_per_s']:,.0f} vs "
-        f"{r['tokens_per_s']:,.0f} ({_ratio(g['tokens_per_s'], r['tokens_per_s']):.2f}×)", None)
-    add(f"{name}: TTFT p50", "information", f"{_ms(g['ttft_ms']['p50'])} vs "
-        f"{_ms(r['ttft_ms']['p50'])}", None)
+        f"{r['tokens_per_s']:,.0f} ({ratio:.2f}×)", None)
+    add(f"{name}: TTFT p50", "information", f"{report._ms(g['ttft_ms']['p50'])} vs "
+        f"{report._ms(r['ttft_ms']['p50'])}", None)
     add(f"{name}: /health p99.9", "information",
-        f"{_ms(ours['health']['latency_ms']['p99.9'])} vs "
-        f"{_ms(rust['health']['latency_ms']['p99.9'])}", None)
-    cg, cr = _tokens_cpu(ours), _tokens_cpu(rust)
+        f"{report._ms(ours['health']['latency_ms']['p99.9'])} vs "
+        f"{report._ms(rust['health']['latency_ms']['p99.9'])}", None)
+    cg, cr = report._tokens_cpu(ours), report._tokens_cpu(rust)
     if cg is not None and cr is not None:
         add(f"{name}: server CPU per 1k tokens", "information", f"{cg:.1f} vs {cr:.1f} ms", None)
 
 
 def _row(p: dict[str, Any]) -> str:
-    load, cpu = p["load"], _tokens_cpu(p)
+    load, cpu = p["load"], report._tokens_cpu(p)
     errors = load["errors"] + p["health"]["errors"]
-    return (f"{_num(load['tokens_per_s'])} | {_ms(load['ttft_ms']['p50'])} "
-            f"| {_ms(load['ttft_ms']['p99'])} | {load['itl_stream_mean_ms']['mean']:.2f} ms "
-            f"| {load['tokens_per_event']:.2f} | {_ms(p['health']['latency_ms']['p99.9'])} "
+    ms = report._ms
+    return (f"{report._num(load['tokens_per_s'])} | {ms(load['ttft_ms']['p50'])} "
+            f"| {ms(load['ttft_ms']['p99'])} | {load['itl_stream_mean_ms']['mean']:.2f} ms "
+            f"| {load['tokens_per_event']:.2f} | {ms(p['health']['latency_ms']['p99.9'])} "
             f"| {'—' if cpu is None else f'{cpu:.1f}'} | {errors}")
 
 
@@ -119,16 +129,15 @@ def grpc_tables(results: dict[str, Any]) -> list[str]:
         return []
     g0 = pairs[0][0]
     conns = g0["load"].get("connections", "?")
-    out = [(f"### gRPC `GenerateStream` vs HTTP streaming: the same {g0['timing']['stream_concurrency']:,} "
-            f"streams, gRPC on {conns} HTTP/2 connections (HTTP: one connection per stream); "
-            "in the order they ran; each gRPC phase is judged against the mean of its deployment's HTTP "
-            "phases just before and after it"),
+    streams = g0["timing"]["stream_concurrency"]
+    out = [(f"### gRPC `GenerateStream` vs HTTP streaming: the same {streams:,} streams, gRPC on "
+            f"{conns} HTTP/2 connections (HTTP: one connection per stream); in the order they "
+            "ran; each gRPC phase is judged against the mean of its deployment's HTTP phases "
+            "just before and after it"),
            "", ("| phase | tokens/s | TTFT p50 | p99 | ITL mean | tokens/message (chunk) "
                 "| /health p99.9 | server CPU ms/1k tok | errors | gRPC ÷ HTTP tokens/s |"),
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    rate = {id(g): _ratio(g["load"]["tokens_per_s"], _mean([p["load"]["tokens_per_s"]
-                                                             for p in plain]))
-            for g, plain in pairs}
+    rate = {id(g): _rate(g, plain) for g, plain in pairs}
     bases = {_base(g) for g, _ in pairs}
     for p in results["phases"]:  # in the order they ran
         if _base(p) not in bases or p["scenario"] not in (STREAM, GRPC):
