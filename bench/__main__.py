@@ -42,17 +42,26 @@ from bench import report, run_meta, soak
 from bench.deploy import DEFAULT_MODEL_DIR, ROOT, PEER_KINDS, GreenfrontDeployment, parse_cpus
 from bench.plan import plan, schedule
 from bench.embed_load import EMBED_SCENARIOS
-from bench.scenarios import FULL, QUICK, SMOKE, TOOLS_SCENARIO, SimProfile, run_limit, run_phase
+from bench.scenarios import (
+    FULL,
+    GRPC_SCENARIO,
+    QUICK,
+    SMOKE,
+    TOOLS_SCENARIO,
+    SimProfile,
+    run_limit,
+    run_phase,
+)
 
-SCENARIOS = ("long", "tokenize", "stream", TOOLS_SCENARIO, *EMBED_SCENARIOS, "limit")
+SCENARIOS = ("long", "tokenize", "stream", TOOLS_SCENARIO, GRPC_SCENARIO, *EMBED_SCENARIOS, "limit")
 #: What --smoke leaves out unless --scenarios names it: each needs its own deployment.
-NOT_IN_SMOKE = (TOOLS_SCENARIO, *EMBED_SCENARIOS)
+NOT_IN_SMOKE = (TOOLS_SCENARIO, GRPC_SCENARIO, *EMBED_SCENARIOS)
 
 
 def _headline(phase: dict[str, Any]) -> str:
     load, health = phase["load"], phase["health"]["latency_ms"]
     errors = load["errors"] + phase["health"]["errors"]
-    if phase["scenario"] in ("stream", TOOLS_SCENARIO):
+    if phase["scenario"] in ("stream", TOOLS_SCENARIO, GRPC_SCENARIO):
         main = f"{load['tokens_per_s']:,.0f} tokens/s, TTFT p50 {load['ttft_ms']['p50']:.0f} ms"
     elif phase["scenario"] in EMBED_SCENARIOS:
         main = f"{load['req_per_s']:.1f} req/s ({load['inputs_per_s']:,.0f} inputs/s)"
@@ -108,6 +117,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tools-rounds", type=int, default=None, metavar="N",
                    help="rounds of plain and tool-calling streams, alternated, then one more "
                         "plain phase (default: 7; --quick 2, --smoke 1)")
+    p.add_argument("--grpc-rounds", type=int, default=None, metavar="N",
+                   help="rounds of plain HTTP and gRPC streams on one deployment, alternated, "
+                        "then one more HTTP phase (default: as --tools-rounds)")
     p.add_argument("--model-dir", default=DEFAULT_MODEL_DIR,
                    help="model directory greenfront serves (and the tokenizer limit loads)")
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"),
@@ -124,8 +136,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         # Seven: one round's ratio moves by ~8% with this machine's drift, and the target is
         # judged 10% from parity; three rounds put a 93% true ratio under 90% one run in three.
         args.tools_rounds = {"full": 7, "quick": 2, "smoke": 1}[args.mode]
-    if args.tools_rounds < 1:
-        p.error("--tools-rounds must be at least 1")
+    if args.grpc_rounds is None:
+        args.grpc_rounds = args.tools_rounds  # the same drift to average out
+    if min(args.tools_rounds, args.grpc_rounds) < 1:
+        p.error("--tools-rounds and --grpc-rounds must be at least 1")
     if args.scenarios is None:
         args.scenarios = ",".join(s for s in SCENARIOS
                                   if not (args.smoke and s in NOT_IN_SMOKE))

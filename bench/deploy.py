@@ -105,6 +105,8 @@ class Endpoint:
     server_pids: Callable[[], list[int]] = list
     engine_pids: Callable[[], list[int]] = list
     settings: dict = field(default_factory=dict)
+    #: vLLM's gRPC services (``vllm.Inference``) on the same host, when the server has them on
+    grpc_port: int | None = None
 
     @property
     def host_port(self) -> tuple[str, int]:
@@ -150,9 +152,11 @@ class GreenfrontDeployment:
     def __init__(self, label: str, *, workers: int = 1, offload: bool = True,
                  backend: str = "fastokens", sim_args: str = "", server_cpus: set[int],
                  client_cpus: set[int], log_dir: str, model_dir: str = DEFAULT_MODEL_DIR,
-                 extra_env: dict[str, str] | None = None, reference: bool = False) -> None:
+                 extra_env: dict[str, str] | None = None, reference: bool = False,
+                 grpc: bool = False) -> None:
         self.label = label
         self.port = free_port()
+        self.grpc_port = free_port() if grpc else None
         self.workers = workers
         self.server_cpus, self.client_cpus = server_cpus, client_cpus
         self.run_dir = tempfile.mkdtemp(prefix="greenfront-bench-")
@@ -175,6 +179,8 @@ class GreenfrontDeployment:
             "GREENFRONT_TOKENIZER_BACKEND": backend,
             "GREENFRONT_LOG_LEVEL": "warning",
         })
+        if self.grpc_port:
+            self.env["GREENFRONT_GRPC_PORT"] = str(self.grpc_port)
         self.env.update(extra_env or {})
         self.proc: subprocess.Popen | None = None
         self._log = None
@@ -195,7 +201,7 @@ class GreenfrontDeployment:
             self.__exit__()
             raise
         return Endpoint(self.label, url, url + "/health", "tiny", self.server_pids,
-                        self.engine_pids, self.settings)
+                        self.engine_pids, self.settings, grpc_port=self.grpc_port)
 
     def _wait_workers(self) -> None:
         # /health answers as soon as one worker is up; the others must be too before measuring.
@@ -241,7 +247,7 @@ class VllmPeer:
     def __init__(self, kind: str, *, sim_args: str, server_cpus: set[int],
                  client_cpus: set[int], log_dir: str, peers: str = PEERS,
                  max_model_len: int = 131072, workers: int | None = None,
-                 pooling: bool = False) -> None:
+                 pooling: bool = False, grpc: bool = False) -> None:
         if kind not in PEER_KINDS:
             raise ValueError(f"kind must be one of {', '.join(PEER_KINDS)}")
         self.kind = kind
@@ -262,6 +268,10 @@ class VllmPeer:
             raise RuntimeError(f"vLLM peers not installed ({self.argv[0]}): "
                                f"PEERS={peers} make interop-setup")
         self.env = dict(os.environ, **env)
+        # vLLM's Rust frontend serves vllm.Inference beside HTTP on --grpc-port.
+        self.grpc_port = free_port() if grpc and kind == "rust" else None
+        if self.grpc_port:
+            self.argv += ["--grpc-port", str(self.grpc_port)]
         self.workers = workers
         if kind == "greenfront":
             self.label = "greenfront-vllm-serve" + (f"-{workers}w" if workers else "")
@@ -297,7 +307,8 @@ class VllmPeer:
         if self.kind == "greenfront":
             settings["workers"] = self.workers or "default"
         return Endpoint(self.label, url, url + "/health", "tiny",
-                        lambda: tree(frontend_pid), lambda: tree(engine_pid), settings)
+                        lambda: tree(frontend_pid), lambda: tree(engine_pid), settings,
+                        grpc_port=self.grpc_port)
 
     def __exit__(self, *exc: object) -> None:
         reap(self.frontend, grace=20.0, term_group=True)

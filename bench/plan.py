@@ -25,7 +25,7 @@ from bench.deploy import (
     external_endpoint,
 )
 from bench.embed_load import EMBED_SCENARIOS
-from bench.scenarios import TOOLS_ENV, TOOLS_SCENARIO, SimProfile, tools_sim_args
+from bench.scenarios import GRPC_SCENARIO, TOOLS_ENV, TOOLS_SCENARIO, SimProfile, tools_sim_args
 
 #: The peers the embed scenarios run against: vLLM's Python frontend, and greenfront under
 #: ``vllm serve``. Not vLLM's Rust frontend: vllm-rs 0.32 serves no pooling routes.
@@ -45,10 +45,13 @@ class Step:
     #: plain phase closes the run
     partner: Any = None
     rounds: int = 1
+    #: the gRPC step: the scenario (plain ``stream``) that alternates with the step's own on the
+    #: same deployment, in rounds as with a partner
+    alternate: str | None = None
 
     @property
     def phases(self) -> int:
-        if self.partner is None:
+        if self.partner is None and self.alternate is None:
             return len(self.scenarios) * self.rounds
         return (len(self.scenarios) + 1) * self.rounds + 1
 
@@ -57,7 +60,7 @@ def gf_label(backend: str, offload: bool, workers: int) -> str:
     return f"gf {backend} {'offload' if offload else 'inline'} {workers}w"
 
 
-def matrix(args: argparse.Namespace, mk) -> list[Step]:
+def matrix(args: argparse.Namespace, mk, default_workers: int) -> list[Step]:
     wanted = set(args.scenarios)
     steps = []
     for backend in args.backends:
@@ -77,7 +80,9 @@ def matrix(args: argparse.Namespace, mk) -> list[Step]:
                     step.partner = mk(backend, offload, workers, ["stream"], paired=True).open
                     step.rounds = args.tools_rounds
                     steps.append(step)
-    return steps + embed_steps(args, mk, min(default_worker_count(), max(args.workers)))
+    if GRPC_SCENARIO in wanted:
+        steps.append(grpc_rounds(args, mk, default_workers))
+    return steps + embed_steps(args, mk, min(default_workers, max(args.workers)))
 
 
 def embed_steps(args: argparse.Namespace, mk, workers: int, peer=None) -> list[Step]:
@@ -93,14 +98,41 @@ def embed_steps(args: argparse.Namespace, mk, workers: int, peer=None) -> list[S
     return steps
 
 
+def grpc_rounds(args: argparse.Namespace, mk, workers: int) -> Step:
+    """gRPC streaming against plain HTTP streaming on one deployment of greenfront's default
+    configuration (fastokens, offload, its default worker count), in ``--grpc-rounds`` rounds
+    (``schedule``; judged by ``bench.report_grpc``)."""
+    step = mk("fastokens", True, workers, [GRPC_SCENARIO], grpc=True, rounds_of="grpc")
+    step.alternate, step.rounds = "stream", args.grpc_rounds
+    return step
+
+
+def target_steps(args: argparse.Namespace, scen: list[str]) -> list[Step]:
+    """One step per ``--target``: a server someone else started."""
+    steps = []
+    for i, url in enumerate(args.target):
+        label = args.label[i] if i < len(args.label) else f"target{i + 1}"
+        health = args.health_url[i] if i < len(args.health_url) else None
+        pid = args.target_pid[i] if i < len(args.target_pid) else None
+
+        @contextlib.contextmanager
+        def open_(url=url, label=label, health=health, pid=pid) -> Iterator[Endpoint]:
+            yield external_endpoint(label, url, health, pid)
+        steps.append(Step(label, scen, open_))
+    return steps
+
+
 def plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int],
           sim: SimProfile, log_dir: str) -> list[Step]:
     def mk(backend: str, offload: bool, workers: int, scen: list[str], reference: bool = False,
-           tools: bool = False, paired: bool = False, pooling: bool = False):
+           tools: bool = False, paired: bool = False, pooling: bool = False,
+           grpc: bool = False, rounds_of: str = ""):
         label = "greenfront" if reference else gf_label(backend, offload, workers)
         sim_args = tools_sim_args(sim) if tools else sim.args
         if pooling:  # an embedding model's engine (the embed scenarios)
             label, sim_args = "greenfront pooling", f"{sim.args} {' '.join(POOLING_ARGS)}"
+        if rounds_of:  # its own deployment, in the matrix and beside the peers alike
+            label = ("greenfront" if args.target or args.vllm_peers else label) + f" {rounds_of}"
         if tools:  # its own deployment: the marker-token model and the hermes parser
             label += " hermes tools"
         if paired:  # the plain deployment the tool-calling phases alternate with
@@ -112,33 +144,30 @@ def plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int],
                                         server_cpus=server_cpus,
                                         client_cpus=client_cpus, log_dir=log_dir,
                                         model_dir=MARKER_MODEL_DIR if tools else args.model_dir,
-                                        reference=reference,
+                                        reference=reference, grpc=grpc,
                                         extra_env=TOOLS_ENV if tools else None)
         return Step(label, scen, open_)
 
-    if not (args.target or args.vllm_peers):
-        return matrix(args, mk)
-    scen = [s for s in ("long", "tokenize", "stream") if s in args.scenarios]
     # greenfront's default configuration: its default worker count on the server's CPUs.
     default_workers = min(default_worker_count(), len(server_cpus))
+    if not (args.target or args.vllm_peers):
+        return matrix(args, mk, default_workers)
+    scen = [s for s in ("long", "tokenize", "stream", GRPC_SCENARIO) if s in args.scenarios]
+    grpc = GRPC_SCENARIO in scen
     steps = [] if args.no_greenfront else [
-        mk("fastokens", True, default_workers, scen, reference=True)]
+        mk("fastokens", True, default_workers, scen, reference=True, grpc=grpc)]
+    if grpc and not args.no_greenfront:
+        steps.append(grpc_rounds(args, mk, default_workers))
     for kind in args.vllm_peers:
         for workers in (args.serve_workers if kind == "greenfront" else [None]):
             label = f"vllm-{kind}" if kind != "greenfront" else "greenfront-vllm-serve" + (
                 f"-{workers}w" if workers else "")
-            steps.append(Step(label, scen, lambda kind=kind, workers=workers: VllmPeer(
+            # Only vLLM's Rust frontend serves gRPC beside HTTP.
+            peer_scen = [s for s in scen if s != GRPC_SCENARIO or kind == "rust"]
+            steps.append(Step(label, peer_scen, lambda kind=kind, workers=workers: VllmPeer(
                 kind, sim_args=sim.args, server_cpus=server_cpus, client_cpus=client_cpus,
-                log_dir=log_dir, peers=args.peers, workers=workers)))
-    for i, url in enumerate(args.target):
-        label = args.label[i] if i < len(args.label) else f"target{i + 1}"
-        health = args.health_url[i] if i < len(args.health_url) else None
-        pid = args.target_pid[i] if i < len(args.target_pid) else None
-
-        @contextlib.contextmanager
-        def open_(url=url, label=label, health=health, pid=pid) -> Iterator[Endpoint]:
-            yield external_endpoint(label, url, health, pid)
-        steps.append(Step(label, scen, open_))
+                log_dir=log_dir, peers=args.peers, workers=workers, grpc=grpc)))
+    steps += target_steps(args, [s for s in scen if s != GRPC_SCENARIO])
 
     def peer(kind: str, scen: list[str]) -> Step:
         label = f"vllm-{kind}" if kind != "greenfront" else "greenfront-vllm-serve"
@@ -164,12 +193,14 @@ def schedule(step: Step, endpoint: Any, partner: Any) -> Iterator[tuple[int | No
     the plain phase always first, a drift through a round counted against its tool-calling
     phase alone; against the plain phases on both sides, a drift one way through a round
     cancels out."""
-    if partner is None:
+    if partner is None and step.alternate is None:
         for scenario in step.scenarios:
             yield None, endpoint, scenario
         return
+    # The gRPC step alternates with plain streaming on its own deployment (no partner).
+    plain, other = (endpoint, step.alternate) if partner is None else (partner, "stream")
     for round_ in range(1, step.rounds + 1):
-        yield round_, partner, "stream"
+        yield round_, plain, other
         for scenario in step.scenarios:
             yield round_, endpoint, scenario
-    yield step.rounds + 1, partner, "stream"
+    yield step.rounds + 1, plain, other

@@ -14,10 +14,12 @@ import os
 import statistics
 from typing import Any
 
+from bench import report_grpc
 from bench.peer_targets import peer_targets
+from bench.report_header import header, phase_id
 from bench.report_embed import embed_tables
 
-LONG, TOKENIZE, STREAM, TOOLS = "long", "tokenize", "stream", "stream-tools"
+LONG, TOKENIZE, STREAM, TOOLS, GRPC = "long", "tokenize", "stream", "stream-tools", "grpc-stream"
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -40,10 +42,6 @@ def _num(v: float) -> str:
 
 def _ratio(a: float, b: float) -> float:
     return a / b if b else float("inf")
-
-
-def phase_id(p: dict[str, Any]) -> str:
-    return f"{p['endpoint']}.{p['scenario']}"
 
 
 def _phases(results: dict[str, Any], scenario: str) -> list[dict[str, Any]]:
@@ -134,7 +132,7 @@ def _ratio_table(results: dict[str, Any]) -> list[str]:
 def _stream_table(results: dict[str, Any]) -> list[str]:
     """Plain streams and the tool-calling streams (chats answered with hermes tool calls,
     parsed as they stream) in one table."""
-    rows = _phases(results, STREAM) + _phases(results, TOOLS)
+    rows = _phases(results, STREAM) + _phases(results, TOOLS) + _phases(results, GRPC)
     if not rows:
         return []
     sim = rows[0]["sim"]
@@ -152,7 +150,8 @@ def _stream_table(results: dict[str, Any]) -> list[str]:
         ttft, itl = load["ttft_ms"], load["itl_stream_mean_ms"]["mean"]
         tokens = load["tokens_per_s"] * p["cpu_s"]["window_s"]
         errors = load["errors"] + p["health"]["errors"]
-        out.append(f"| {p['endpoint']} | {_num(load['tokens_per_s'])} | {_ms(ttft['p50'])} "
+        grpc = " (gRPC)" if p["scenario"] == GRPC else ""
+        out.append(f"| {p['endpoint']}{grpc} | {_num(load['tokens_per_s'])} | {_ms(ttft['p50'])} "
                    f"| {_ms(ttft['p99'])} | {ttft['p50'] - expected_ttft:+.1f} ms | {itl:.2f} ms "
                    f"| {itl - sim['itl_ms']:+.2f} ms | {_ms(load['itl_gap_ms']['p99'])} "
                    f"| {load['tokens_per_event']:.2f} "
@@ -268,6 +267,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
             "> 95/s and < 30 ms", f"{rate:.1f}/s, {_ms(h)}", rate > 95 and h < 30)
     tools_target(results, add)
     peer_targets(results, add)
+    report_grpc.grpc_targets(results, add)
     return out
 
 
@@ -349,7 +349,7 @@ def tools_target(results: dict[str, Any], add) -> None:
 def _targets_table(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
-    out = ["### Targets (issues 4, 8 and 11)", "", "| target | goal | measured | met |",
+    out = ["### Targets (issues 4, 8, 11 and 21)", "", "| target | goal | measured | met |",
            "|---|---|---|---|"]
     for t in rows:
         met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]
@@ -373,41 +373,7 @@ def _load_side_table(results: dict[str, Any]) -> list[str]:
 
 
 def render(results: dict[str, Any], plots: list[str]) -> str:
-    meta = results["meta"]
-    lines = [f"# greenfront benchmark, {meta['timestamp']}", "",
-             f"- Command: `{meta['command']}`",
-             f"- Machine: {meta['machine']}",
-             f"- Code: {meta['commit']}",
-             f"- Pinning: {meta['pinning']}",
-             f"- Load average (1, 5, 15 min) at the start: {meta.get('loadavg_start', '?')}, "
-             f"at the end: {meta.get('loadavg_end', '?')}",
-             f"- Engine: built-in simulator `{meta['sim_args']}` (its CPU: \"Load side\" below)"]
-    if meta.get("code_changed_during_run"):
-        lines.append(f"- **Warning**: the code changed during the run (at the end: "
-                     f"{meta['code_changed_during_run']}); configurations measured before and "
-                     f"after are not comparable")
-    noisy = [phase_id(p) for p in results["phases"]
-             if p["cpu_s"].get("other", 0) / p["cpu_s"]["window_s"] > 0.15
-             and p["settings"].get("kind") != "external"]
-    noisy += [f"limit {lim['backend']} x{lim['threads']}" for lim in results.get("limits", [])
-              if lim.get("other_cpu_share", 0) > 0.15]
-    cores = max(1, len(meta.get("client_cpus", [1])))
-
-    def client_share(p: dict[str, Any]) -> float:
-        c = p["cpu_s"]
-        return (c["engine"] + c["loadgen"] + c["prober"]) / c["window_s"] / cores
-    crowded = [f"{phase_id(p)} ({client_share(p):.0%})" for p in results["phases"]
-               if client_share(p) > 0.75]
-    if crowded:
-        lines.append(f"- **Note**: the simulator, load generator and prober together used over 75% "
-                     f"of their core(s) in: {', '.join(crowded)}; there the load side, not the "
-                     f"frontend, may bound the figures")
-    if noisy:
-        lines.append(f"- **Warning**: other processes took over 15% of a core during: "
-                     f"{', '.join(noisy)} (see the \"other CPU\" columns); those figures are low")
-    if meta.get("busy_at_start"):
-        lines.append(f"- **Warning**: other processes used the CPU when the run started: "
-                     f"{', '.join(meta['busy_at_start'])}")
+    lines = header(results)
     lines.append("")
     tgt = targets(results)
     lines += _targets_table(tgt)
@@ -417,6 +383,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     lines += _long_table(results, TOKENIZE)
     lines += _stream_table(results)
     lines += embed_tables(results)
+    lines += report_grpc.grpc_tables(results)
     lines += _limit_table(results)
     if results["phases"]:
         lines += _load_side_table(results)

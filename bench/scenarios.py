@@ -18,6 +18,8 @@ Scenarios:
                 the tool parser
   ``embed``     batches of 32 distinct ~512-token texts to /v1/embeddings (float), closed loop,
                 on a pooling simulator (``bench.embed_load``); ``embed-base64`` the same in base64
+  ``grpc-stream`` the ``stream`` load as vLLM's gRPC ``GenerateStream`` calls
+                (``bench.grpc_load``, on the endpoint's gRPC port)
   ``limit``     the tokenizer alone (``bench.tokenizer_limit``)
 All with ``/health`` probed at 200/s by a separate process.
 
@@ -52,6 +54,7 @@ from tests.support.processes import cmdline
 SPAWN_S = 1.5
 
 TOOLS_SCENARIO = "stream-tools"
+GRPC_SCENARIO = "grpc-stream"
 #: The tool-calling deployment: the marker-token model and vLLM's hermes parser flags.
 TOOLS_ENV = {"GREENFRONT_ENABLE_AUTO_TOOL_CHOICE": "1", "GREENFRONT_TOOL_CALL_PARSER": "hermes"}
 TOOLS = [{"type": "function", "function": {
@@ -158,11 +161,29 @@ def _sleep_until(t: float) -> None:
         time.sleep(delay)
 
 
+def _load_config(endpoint: Endpoint, scenario: str, timing: Timing, base: dict[str, Any],
+                 stream: bool) -> tuple[str, dict[str, Any]]:
+    """The load generator's module and configuration for ``scenario``."""
+    if stream:
+        load_cfg = dict(base, mode="stream", concurrency=timing.stream_concurrency,
+                        ramp_s=timing.stream_ramp_s, min_tokens=64, max_tokens=256)
+        if scenario == TOOLS_SCENARIO:
+            load_cfg.update(tools=TOOLS)
+        if scenario == GRPC_SCENARIO:
+            return "bench.grpc_load", dict(load_cfg, port=endpoint.grpc_port)
+        return "bench.loadgen", load_cfg
+    if scenario in EMBED_SCENARIOS:  # the long phases' timing and clients
+        return "bench.embed_load", embed_config(base, scenario, timing.long_concurrency)
+    return "bench.loadgen", dict(base, mode="long", concurrency=timing.long_concurrency,
+                                 chars=timing.chars, max_tokens=4,
+                                 endpoint="tokenize" if scenario == "tokenize" else "completions")
+
+
 def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile,
               client_cpus: set[int], workdir: str, seed: int = 0) -> dict[str, Any]:
     """Load + /health probe against ``endpoint``; returns load, health and CPU figures."""
     host, port = endpoint.host_port
-    stream = scenario in ("stream", TOOLS_SCENARIO)
+    stream = scenario in ("stream", TOOLS_SCENARIO, GRPC_SCENARIO)
     warmup = timing.stream_warmup_s + timing.stream_ramp_s if stream else timing.long_warmup_s
     duration = timing.stream_s if stream else timing.long_s
     t_begin = time.monotonic() + SPAWN_S
@@ -170,21 +191,10 @@ def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile
     t1 = t0 + duration
     base = {"host": host, "port": port, "model": endpoint.model, "seed": seed,
             "t_begin": t_begin, "t0": t0, "t1": t1}
-    if stream:
-        load_cfg = dict(base, mode="stream", concurrency=timing.stream_concurrency,
-                        ramp_s=timing.stream_ramp_s, min_tokens=64, max_tokens=256)
-        if scenario == TOOLS_SCENARIO:
-            load_cfg.update(tools=TOOLS)
-    elif scenario in EMBED_SCENARIOS:  # the long phases' timing and clients
-        load_cfg = embed_config(base, scenario, timing.long_concurrency)
-    else:
-        load_cfg = dict(base, mode="long", concurrency=timing.long_concurrency,
-                        chars=timing.chars, max_tokens=4,
-                        endpoint="tokenize" if scenario == "tokenize" else "completions")
+    module, load_cfg = _load_config(endpoint, scenario, timing, base, stream)
     probe_cfg = {"health_url": endpoint.health_url, "rate": timing.probe_rate,
                  "t_begin": t_begin, "t0": t0, "t1": t1}
     name = f"{endpoint.label}.{scenario}"
-    module = "bench.embed_load" if scenario in EMBED_SCENARIOS else "bench.loadgen"
     load, load_out = _spawn(module, load_cfg, workdir, name + ".load", client_cpus)
     probe, probe_out = _spawn("bench.prober", probe_cfg, workdir, name + ".probe", client_cpus)
     try:
