@@ -82,6 +82,24 @@ class Loop:
         self.epoll.close()
 
 
+def new_socket() -> socket.socket:
+    """A non-blocking TCP socket with Nagle off (every request is one write)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def connect(loop: "Loop", conn: Any, host: str, port: int) -> None:
+    """Start ``conn.sock``'s connect and hand ``conn`` to the loop, waiting to write."""
+    err = conn.sock.connect_ex((host, port))
+    if err not in (0, errno.EINPROGRESS):
+        raise OSError(err, f"connect to {host}:{port}: {errno.errorcode.get(err, err)}")
+    loop.conns[conn.fd] = conn
+    conn._want_out = True
+    loop.epoll.register(conn.fd, _IN | _OUT)
+
+
 class Connection:
     """One HTTP/1.1 connection; at most one request in flight (no pipelining)."""
 
@@ -102,11 +120,8 @@ class Connection:
 
     def __init__(self, loop: Loop, host: str, port: int) -> None:
         self.loop = loop
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.sock = sock
-        self.fd = sock.fileno()
+        self.sock = new_socket()
+        self.fd = self.sock.fileno()
         self.connected = False
         self.closed = False
         self.out: memoryview | None = None
@@ -115,12 +130,7 @@ class Connection:
         self.buf = b""
         self.remaining = 0
         self.keep_alive = True
-        err = sock.connect_ex((host, port))
-        if err not in (0, errno.EINPROGRESS):
-            raise OSError(err, f"connect to {host}:{port}: {errno.errorcode.get(err, err)}")
-        loop.conns[self.fd] = self
-        self._want_out = True
-        loop.epoll.register(self.fd, _IN | _OUT)
+        connect(loop, self, host, port)
 
     @property
     def idle(self) -> bool:

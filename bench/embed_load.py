@@ -154,16 +154,8 @@ class _EmbedRun(_Load):
         ex.conn.close()
         self.start(None, t)
 
-    def failed(self, ex: _EmbedExchange, reason: str, t: float) -> None:
-        self.inflight.discard(ex)
-        self.error(reason, t)
-        self.loop.call_at(t + 0.01, lambda now: self.start(None, now))
-
     def run(self) -> dict[str, Any]:
-        for _ in range(self.cfg["concurrency"]):
-            self.loop.call_at(self.cfg["t_begin"], lambda t: self.start(None, t))
-        self.loop.run(self.t1 + 0.05)
-        self.loop.close()
+        self.run_clients()
         return summary(self.records, self.t1 - self.t0, self.inputs, sent=self.sent,
                        stalled=self._stalled(ex.t_send for ex in self.inflight),
                        errors_in_window=self.errors_in_window, error_kinds=self.errors,

@@ -30,7 +30,7 @@ from time import monotonic
 
 import hpack
 
-from bench.client import Loop
+from bench.client import Loop, connect, new_socket
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 _HEADER = struct.Struct(">BHBBL")  # length (24 bits: high byte, low 16), type, flags, stream
@@ -99,10 +99,8 @@ class H2Connection:
     def __init__(self, loop: Loop, host: str, port: int, headers: bytes) -> None:
         self.loop = loop
         self.headers = headers
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.sock, self.fd = sock, sock.fileno()
+        self.sock = new_socket()
+        self.fd = self.sock.fileno()
         self.connected = self.closed = self.going_away = False
         self.streams: dict[int, _Stream] = {}
         self.pending: deque[tuple[bytes, Call]] = deque()
@@ -119,12 +117,7 @@ class H2Connection:
         self._block: list[bytes] = []  # a header block's fragments until END_HEADERS
         self._block_stream = 0
         self._block_end = False
-        err = sock.connect_ex((host, port))
-        if err not in (0, errno.EINPROGRESS):
-            raise OSError(err, f"connect to {host}:{port}: {errno.errorcode.get(err, err)}")
-        loop.conns[self.fd] = self
-        self._want_out = True
-        loop.epoll.register(self.fd, _IN | _OUT)
+        connect(loop, self, host, port)
 
     @property
     def usable(self) -> bool:

@@ -59,6 +59,11 @@ class _Load:
         self.errors: dict[str, int] = {}
         self.errors_in_window = 0
         self.sent = 0
+        self.inflight: set[Any] = set()  # the requests sent and not yet answered
+
+    def start(self, conn: Connection | None, now: float) -> None:
+        """Send a client's next request (on ``conn``, or a new connection)."""
+        raise NotImplementedError
 
     def error(self, reason: str, t: float) -> None:
         self.errors[reason] = self.errors.get(reason, 0) + 1
@@ -72,6 +77,21 @@ class _Load:
         if n:
             self.errors[f"no answer after {STALL_S:g} s"] = n
         return n
+
+    def failed(self, ex: Any, reason: str, t: float) -> None:
+        """A request that failed: counted, and its client starts a new one 10 ms later (on a
+        new connection)."""
+        self.inflight.discard(ex)
+        self.error(reason, t)
+        self.loop.call_at(t + 0.01, lambda now: self.start(None, now))
+
+    def run_clients(self, ramp_s: float = 0.0) -> None:
+        """Start the configured number of clients over ``ramp_s`` and run until the window ends."""
+        n = self.cfg["concurrency"]
+        for i in range(n):
+            self.loop.call_at(self.cfg["t_begin"] + ramp_s * i / n, lambda t: self.start(None, t))
+        self.loop.run(self.t1 + 0.05)
+        self.loop.close()
 
     def usable(self, conn: Connection | None, now: float) -> Connection | None:
         """The connection a client's next request goes on: None once the window has ended
@@ -169,16 +189,8 @@ class _LongRun(_Load):
         ex.conn.close()
         self.start(None, t)
 
-    def failed(self, ex: _LongExchange, reason: str, t: float) -> None:
-        self.inflight.discard(ex)
-        self.error(reason, t)
-        self.loop.call_at(t + 0.01, lambda now: self.start(None, now))
-
     def run(self) -> dict[str, Any]:
-        for _ in range(self.cfg["concurrency"]):
-            self.loop.call_at(self.cfg["t_begin"], lambda t: self.start(None, t))
-        self.loop.run(self.t1 + 0.05)
-        self.loop.close()
+        self.run_clients()
         window = self.t1 - self.t0
         ok = self.records
         stalled = self._stalled(ex.t_send for ex in self.inflight)
@@ -339,19 +351,10 @@ class _StreamRun(_Load):
                 self.tails.append((t - ex.last) * 1000)
         self.start(ex.conn, t)
 
-    def failed(self, ex: _StreamExchange, reason: str, t: float) -> None:
-        self.inflight.discard(ex)
-        self.error(reason, t)
-        self.loop.call_at(t + 0.01, lambda now: self.start(None, now))
-
     def run(self) -> dict[str, Any]:
         cfg = self.cfg
         n = cfg["concurrency"]
-        for i in range(n):
-            self.loop.call_at(cfg["t_begin"] + cfg["ramp_s"] * i / n,
-                              lambda t: self.start(None, t))
-        self.loop.run(self.t1 + 0.05)
-        self.loop.close()
+        self.run_clients(cfg["ramp_s"])
         window = self.t1 - self.t0
         per_event = self.tokens_done / self.events_done if self.events_done else 1.0
         counted = 1.0 - self.assumed_tokens / self.seen_tokens if self.seen_tokens else 0.0
