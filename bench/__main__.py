@@ -35,17 +35,18 @@ import time
 from typing import Any
 
 from bench import report, run_meta, soak
+from bench.agent_streams import AGENT_SCENARIOS
 from bench.deploy import DEFAULT_MODEL_DIR, ROOT, PEER_KINDS, GreenfrontDeployment, parse_cpus
 from bench.plan import plan, schedule
 from bench.scenarios import FULL, QUICK, SMOKE, TOOLS_SCENARIO, SimProfile, run_limit, run_phase
 
-SCENARIOS = ("long", "tokenize", "stream", TOOLS_SCENARIO, "limit")
+SCENARIOS = ("long", "tokenize", "stream", TOOLS_SCENARIO, *AGENT_SCENARIOS, "limit")
 
 
 def _headline(phase: dict[str, Any]) -> str:
     load, health = phase["load"], phase["health"]["latency_ms"]
     errors = load["errors"] + phase["health"]["errors"]
-    if phase["scenario"] in ("stream", TOOLS_SCENARIO):
+    if phase["scenario"] in ("stream", TOOLS_SCENARIO, *AGENT_SCENARIOS):
         main = f"{load['tokens_per_s']:,.0f} tokens/s, TTFT p50 {load['ttft_ms']['p50']:.0f} ms"
     else:
         main = f"{load['req_per_s']:.1f} req/s"
@@ -98,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tools-rounds", type=int, default=None, metavar="N",
                    help="rounds of plain and tool-calling streams, alternated, then one more "
                         "plain phase (default: 7; --quick 2, --smoke 1)")
+    p.add_argument("--agent-rounds", type=int, default=None, metavar="N",
+                   help="rounds of chat, Responses and Messages streams on one deployment, then "
+                        "one more chat phase (default: 7; --quick 2, --smoke 1)")
     p.add_argument("--model-dir", default=DEFAULT_MODEL_DIR,
                    help="model directory greenfront serves (and the tokenizer limit loads)")
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"),
@@ -114,8 +118,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         # Seven: one round's ratio moves by ~8% with this machine's drift, and the target is
         # judged 10% from parity; three rounds put a 93% true ratio under 90% one run in three.
         args.tools_rounds = {"full": 7, "quick": 2, "smoke": 1}[args.mode]
-    if args.tools_rounds < 1:
-        p.error("--tools-rounds must be at least 1")
+    if args.agent_rounds is None:
+        args.agent_rounds = {"full": 7, "quick": 2, "smoke": 1}[args.mode]
+    if min(args.tools_rounds, args.agent_rounds) < 1:
+        p.error("--tools-rounds and --agent-rounds must be at least 1")
     if args.scenarios is None:
         args.scenarios = ",".join(s for s in SCENARIOS
                                   if not (args.smoke and s == TOOLS_SCENARIO))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from base.host import default_worker_count
+from bench.agent_streams import AGENT_SCENARIOS, CHAT_SCENARIO
 from bench.deploy import (
     MARKER_MODEL_DIR,
     Endpoint,
@@ -38,9 +39,14 @@ class Step:
     #: plain phase closes the run
     partner: Any = None
     rounds: int = 1
+    #: the agent APIs' step: the scenario (chat streaming) that opens every round on the same
+    #: deployment and closes the run, as the partner's plain phases do
+    closing: str | None = None
 
     @property
     def phases(self) -> int:
+        if self.closing is not None:
+            return len(self.scenarios) * self.rounds + 1
         if self.partner is None:
             return len(self.scenarios) * self.rounds
         return (len(self.scenarios) + 1) * self.rounds + 1
@@ -70,18 +76,34 @@ def matrix(args: argparse.Namespace, mk) -> list[Step]:
                     step.partner = mk(backend, offload, workers, ["stream"], paired=True).open
                     step.rounds = args.tools_rounds
                     steps.append(step)
+                agents = [s for s in AGENT_SCENARIOS if s in wanted]
+                if default and workers == 1 and agents:
+                    steps.append(agent_step(mk(backend, offload, workers, [], agents=True), agents,
+                                            args.agent_rounds))
     return steps
+
+
+def agent_step(step: Step, wanted: list[str], rounds: int) -> Step:
+    """The agent APIs' step on a deployment of its own: chat streaming, the reference, then the
+    wanted Responses / Messages scenarios, in ``rounds`` rounds and a closing chat phase."""
+    others = [s for s in wanted if s != CHAT_SCENARIO]
+    step.scenarios = [CHAT_SCENARIO, *others]
+    if others:
+        step.rounds, step.closing = rounds, CHAT_SCENARIO
+    return step
 
 
 def plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int],
           sim: SimProfile, log_dir: str) -> list[Step]:
     def mk(backend: str, offload: bool, workers: int, scen: list[str], reference: bool = False,
-           tools: bool = False, paired: bool = False):
+           tools: bool = False, paired: bool = False, agents: bool = False):
         label = "greenfront" if reference else gf_label(backend, offload, workers)
         if tools:  # its own deployment: the marker-token model and the hermes parser
             label += " hermes tools"
         if paired:  # the plain deployment the tool-calling phases alternate with
             label += " paired"
+        if agents:  # chat, Responses and Messages streams in rounds (bench.agent_streams)
+            label += " agent APIs"
 
         def open_() -> GreenfrontDeployment:
             return GreenfrontDeployment(label, workers=workers, offload=offload, backend=backend,
@@ -134,6 +156,15 @@ def schedule(step: Step, endpoint: Any, partner: Any) -> Iterator[tuple[int | No
     the plain phase always first, a drift through a round counted against its tool-calling
     phase alone; against the plain phases on both sides, a drift one way through a round
     cancels out."""
+    if step.closing is not None:
+        # Round k runs the reference, then the others, in reverse order every other round: a
+        # drift through a round then favours neither.
+        first, *others = step.scenarios
+        for round_ in range(1, step.rounds + 1):
+            for scenario in [first, *(others if round_ % 2 else others[::-1])]:
+                yield round_, endpoint, scenario
+        yield step.rounds + 1, endpoint, step.closing
+        return
     if partner is None:
         for scenario in step.scenarios:
             yield None, endpoint, scenario

@@ -16,6 +16,9 @@ Scenarios:
                 repeated), the server with
                 ``--enable-auto-tool-choice --tool-call-parser hermes``: every token goes through
                 the tool parser
+  ``stream-chat``, ``stream-responses``, ``stream-messages`` the same streams to
+                /v1/chat/completions, /v1/responses and /v1/messages (``bench.agent_streams``),
+                in rounds on one deployment, chat the reference
   ``limit``     the tokenizer alone (``bench.tokenizer_limit``)
 All with ``/health`` probed at 200/s by a separate process.
 
@@ -31,6 +34,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from bench.agent_streams import API_OF
 from bench.deploy import (
     DEFAULT_MODEL_DIR,
     MARKER_MODEL_DIR,
@@ -158,7 +162,7 @@ def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile
               client_cpus: set[int], workdir: str, seed: int = 0) -> dict[str, Any]:
     """Load + /health probe against ``endpoint``; returns load, health and CPU figures."""
     host, port = endpoint.host_port
-    stream = scenario in ("stream", TOOLS_SCENARIO)
+    stream = scenario in ("stream", TOOLS_SCENARIO, *API_OF)
     warmup = timing.stream_warmup_s + timing.stream_ramp_s if stream else timing.long_warmup_s
     duration = timing.stream_s if stream else timing.long_s
     t_begin = time.monotonic() + SPAWN_S
@@ -171,6 +175,8 @@ def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile
                         ramp_s=timing.stream_ramp_s, min_tokens=64, max_tokens=256)
         if scenario == TOOLS_SCENARIO:
             load_cfg.update(tools=TOOLS)
+        elif scenario in API_OF:
+            load_cfg.update(api=API_OF[scenario].name)
     else:
         load_cfg = dict(base, mode="long", concurrency=timing.long_concurrency,
                         chars=timing.chars, max_tokens=4,
