@@ -14,6 +14,9 @@ runs the phases in order and hands the results to `bench.report`.
   simulator settings printed in the report (``python -m engine.sim --handshake ... <sim args>``)
   for the streaming "added latency" figures to mean anything.
 
+The agent APIs' streaming (``stream-chat``, ``stream-responses``, ``stream-messages``) runs in
+``--agent-rounds`` rounds on a default deployment of its own (``bench.plan.agent_step``).
+
 ``--quick`` (~1-2 min) and ``--smoke`` (~30-60 s, for the test suite) shorten every phase.
 ``--soak [--duration S]``: instead, ``bench.soak``'s mixed load against one default deployment
 (10 minutes by default), reporting RSS, errors, requests left in the engine and ``/health``.
@@ -68,7 +71,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="--soak: closed-loop clients (default 32)")
     p.add_argument("--scenarios", default=None,
                    help=f"comma-separated subset of {','.join(SCENARIOS)} (default: all; "
-                        f"--smoke: all but {TOOLS_SCENARIO}, which needs its own deployment)")
+                        f"--smoke: all but {TOOLS_SCENARIO}, which needs its own deployment; "
+                        f"the agent APIs' once each on the default deployment)")
     p.add_argument("--backends", default="hf,fastokens", help="tokenizer backends of the matrix")
     p.add_argument("--workers", default=None,
                    help="gunicorn worker counts of the matrix (default 1,2; --quick: 1)")

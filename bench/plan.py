@@ -69,6 +69,11 @@ def matrix(args: argparse.Namespace, mk) -> list[Step]:
                 elif args.mode == "full" and backend == "fastokens" and (offload or workers == 1):
                     scen += ["stream"]  # 2 workers, and the inline baseline, full runs only
                 scen = [s for s in scen if s in wanted]
+                agents = [s for s in AGENT_SCENARIOS if s in wanted]
+                if default and workers == 1 and agents and args.mode == "smoke":
+                    # Once each, on the default deployment: the test suite's run stays short.
+                    scen += agent_order(agents)
+                    agents = []
                 if scen:
                     steps.append(mk(backend, offload, workers, scen))
                 if default and workers == 1 and TOOLS_SCENARIO in wanted:
@@ -76,19 +81,23 @@ def matrix(args: argparse.Namespace, mk) -> list[Step]:
                     step.partner = mk(backend, offload, workers, ["stream"], paired=True).open
                     step.rounds = args.tools_rounds
                     steps.append(step)
-                agents = [s for s in AGENT_SCENARIOS if s in wanted]
                 if default and workers == 1 and agents:
                     steps.append(agent_step(mk(backend, offload, workers, [], agents=True), agents,
                                             args.agent_rounds))
     return steps
 
 
+def agent_order(wanted: list[str]) -> list[str]:
+    """The agent scenarios a round runs: chat streaming, the reference, always, then the wanted
+    Responses / Messages scenarios."""
+    return [CHAT_SCENARIO, *(s for s in wanted if s != CHAT_SCENARIO)]
+
+
 def agent_step(step: Step, wanted: list[str], rounds: int) -> Step:
-    """The agent APIs' step on a deployment of its own: chat streaming, the reference, then the
-    wanted Responses / Messages scenarios, in ``rounds`` rounds and a closing chat phase."""
-    others = [s for s in wanted if s != CHAT_SCENARIO]
-    step.scenarios = [CHAT_SCENARIO, *others]
-    if others:
+    """The agent APIs' step on a deployment of its own: ``agent_order`` in ``rounds`` rounds and
+    a closing chat phase (just one chat phase when only chat is wanted)."""
+    step.scenarios = agent_order(wanted)
+    if len(step.scenarios) > 1:
         step.rounds, step.closing = rounds, CHAT_SCENARIO
     return step
 
