@@ -106,8 +106,8 @@ def _phase_rows(results: dict[str, Any]) -> list[str]:
 
 
 def _side_by_side(results: dict[str, Any]) -> list[str]:
-    out = ["| API | tokens/s | ÷ chat | TTFT p50 | /health p99.9 | server CPU ms/1k tok "
-           "| ÷ chat |", "|---|---:|---:|---:|---:|---:|---:|"]
+    out = ["| API | tokens/s | ÷ chat | TTFT p50 | /health p99.9 | ÷ chat | server CPU ms/1k tok "
+           "| ÷ chat | tokens/event |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for scenario, name in _NAMES.items():
         phases = _phases(results, scenario)
         if not phases:
@@ -119,14 +119,17 @@ def _side_by_side(results: dict[str, Any]) -> list[str]:
         rate, cpu = med(lambda p: p["load"]["tokens_per_s"]), med(cpu_per_1k)
         found = pairs(results, scenario) if scenario != CHAT_SCENARIO else []
         r_rate = _ratios(found, lambda p: p["load"]["tokens_per_s"])
+        r_health = _ratios(found, lambda p: p["health"]["latency_ms"]["p99.9"])
         r_cpu = _ratios(found, cpu_per_1k)
         out.append(
             f"| {name} | {_k(rate)} "
             f"| {f'{statistics.median(r_rate):.1%}' if r_rate else '—'} "
             f"| {_ms(med(lambda p: p['load']['ttft_ms']['p50']))} "
             f"| {_ms(med(lambda p: p['health']['latency_ms']['p99.9']))} "
+            f"| {f'{statistics.median(r_health):.2f}×' if r_health else '—'} "
             f"| {'—' if cpu is None else f'{cpu:.1f}'} "
-            f"| {f'{statistics.median(r_cpu):.2f}×' if r_cpu else '—'} |")
+            f"| {f'{statistics.median(r_cpu):.2f}×' if r_cpu else '—'} "
+            f"| {med(lambda p: p['load']['tokens_per_event']):.1f} |")
     return out
 
 

@@ -74,7 +74,7 @@ def test_the_report_has_the_targets_and_the_side_by_side_table():
     rows = {t["target"].split(" ")[0]: t for t in report.targets(results)}
     assert rows["Responses"]["met"] is True and rows["Messages"]["met"] is False
     table = "\n".join(report_agents.agent_tables(results))
-    assert "| Responses | 36.5k | 91.2% |" in table
+    assert "| Responses | 36.5k | 91.2% | 800 ms | 60.0 ms | 1.00× |" in table
     assert "| Messages | 35.0k | 87.5% |" in table
 
 
