@@ -17,6 +17,8 @@ runs the phases in order and hands the results to `bench.report`.
 * The embed scenarios (``bench.embed_load``): on their own deployment of greenfront's default
   configuration whose simulator is a pooling engine, and on each ``--vllm-peers`` that serves
   embeddings (``python``, ``greenfront``) restarted as an embedding model.
+The agent APIs' streaming (``stream-chat``, ``stream-responses``, ``stream-messages``) runs in
+``--agent-rounds`` rounds on a default deployment of its own (``bench.plan.agent_step``).
 
 ``--quick`` (~1-2 min) and ``--smoke`` (~30-60 s, for the test suite) shorten every phase.
 ``--soak [--duration S]``: instead, ``bench.soak``'s mixed load against one default deployment
@@ -39,6 +41,7 @@ import time
 from typing import Any
 
 from bench import report, run_meta, soak
+from bench.agent_streams import AGENT_SCENARIOS
 from bench.deploy import DEFAULT_MODEL_DIR, ROOT, PEER_KINDS, GreenfrontDeployment, parse_cpus
 from bench.plan import plan, schedule
 from bench.embed_load import EMBED_SCENARIOS
@@ -53,15 +56,17 @@ from bench.scenarios import (
     run_phase,
 )
 
-SCENARIOS = ("long", "tokenize", "stream", TOOLS_SCENARIO, GRPC_SCENARIO, *EMBED_SCENARIOS, "limit")
-#: What --smoke leaves out unless --scenarios names it: each needs its own deployment.
+SCENARIOS = ("long", "tokenize", "stream", TOOLS_SCENARIO, GRPC_SCENARIO, *AGENT_SCENARIOS,
+             *EMBED_SCENARIOS, "limit")
+#: What --smoke leaves out unless --scenarios names it: each needs its own deployment (the agent
+#: APIs' streams run once each on the default deployment instead of in rounds).
 NOT_IN_SMOKE = (TOOLS_SCENARIO, GRPC_SCENARIO, *EMBED_SCENARIOS)
 
 
 def _headline(phase: dict[str, Any]) -> str:
     load, health = phase["load"], phase["health"]["latency_ms"]
     errors = load["errors"] + phase["health"]["errors"]
-    if phase["scenario"] in ("stream", TOOLS_SCENARIO, GRPC_SCENARIO):
+    if phase["scenario"] in ("stream", TOOLS_SCENARIO, GRPC_SCENARIO, *AGENT_SCENARIOS):
         main = f"{load['tokens_per_s']:,.0f} tokens/s, TTFT p50 {load['ttft_ms']['p50']:.0f} ms"
     elif phase["scenario"] in EMBED_SCENARIOS:
         main = f"{load['req_per_s']:.1f} req/s ({load['inputs_per_s']:,.0f} inputs/s)"
@@ -86,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scenarios", default=None,
                    help=f"comma-separated subset of {','.join(SCENARIOS)} (default: all; "
                         f"--smoke: all but {', '.join(NOT_IN_SMOKE)}, which need their own "
-                        f"deployments)")
+                        f"deployments; the agent APIs' once each on the default deployment)")
     p.add_argument("--backends", default="hf,fastokens", help="tokenizer backends of the matrix")
     p.add_argument("--workers", default=None,
                    help="gunicorn worker counts of the matrix (default 1,2; --quick: 1)")
@@ -120,6 +125,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--grpc-rounds", type=int, default=None, metavar="N",
                    help="rounds of plain HTTP and gRPC streams on one deployment, alternated, "
                         "then one more HTTP phase (default: as --tools-rounds)")
+    p.add_argument("--agent-rounds", type=int, default=None, metavar="N",
+                   help="rounds of chat, Responses and Messages streams on one deployment, then "
+                        "one more chat phase (default: 7; --quick 2, --smoke 1)")
     p.add_argument("--model-dir", default=DEFAULT_MODEL_DIR,
                    help="model directory greenfront serves (and the tokenizer limit loads)")
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"),
@@ -138,8 +146,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         args.tools_rounds = {"full": 7, "quick": 2, "smoke": 1}[args.mode]
     if args.grpc_rounds is None:
         args.grpc_rounds = args.tools_rounds  # the same drift to average out
-    if min(args.tools_rounds, args.grpc_rounds) < 1:
-        p.error("--tools-rounds and --grpc-rounds must be at least 1")
+    if args.agent_rounds is None:
+        args.agent_rounds = {"full": 7, "quick": 2, "smoke": 1}[args.mode]
+    if min(args.tools_rounds, args.grpc_rounds, args.agent_rounds) < 1:
+        p.error("--tools-rounds, --grpc-rounds and --agent-rounds must be at least 1")
     if args.scenarios is None:
         args.scenarios = ",".join(s for s in SCENARIOS
                                   if not (args.smoke and s in NOT_IN_SMOKE))

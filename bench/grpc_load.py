@@ -41,11 +41,13 @@ class _GrpcStreamCall(Call):
     """One GenerateStream call, with the attributes ``bench.loadgen``'s stream accounting reads
     (``_StreamRun.finished``): ``conn`` is the call's slot, the client it stands for."""
 
-    __slots__ = ("conn", "err_body", "events", "first", "first_tokens", "last", "run", "status",
-                 "t_send", "tokens")
+    __slots__ = ("conn", "err_body", "events", "failed_event", "first", "first_tokens", "last",
+                 "max_tokens", "run", "status", "t_send", "tokens")
 
-    def __init__(self, run: _GrpcStreamRun, slot: int, t_send: float) -> None:
+    def __init__(self, run: _GrpcStreamRun, slot: int, t_send: float, max_tokens: int) -> None:
         self.run, self.conn, self.t_send = run, slot, t_send
+        self.max_tokens = max_tokens
+        self.failed_event = False  # gRPC ends a failed call with a status, never inside a stream
         self.status = 0
         self.first = self.last = 0.0
         self.events = self.tokens = self.first_tokens = 0
@@ -122,13 +124,13 @@ class _GrpcStreamRun(_StreamRun):
             return
         cfg = self.cfg
         self.index += 1
+        max_tokens = self.rng.randint(cfg["min_tokens"], cfg["max_tokens"])
         request = pb.GenerateRequest(
             model=cfg["model"], text=short_prompt(self.index, cfg["seed"]),
-            stopping=pb.StoppingCriteria(
-                max_new_tokens=self.rng.randint(cfg["min_tokens"], cfg["max_tokens"]),
-                ignore_eos=True))  # temperature omitted: greedy (docs/grpc.md §3)
+            stopping=pb.StoppingCriteria(max_new_tokens=max_tokens, ignore_eos=True))
+        # (temperature omitted: greedy, docs/grpc.md §3)
         self.sent += 1
-        call = _GrpcStreamCall(self, slot, monotonic())
+        call = _GrpcStreamCall(self, slot, monotonic(), max_tokens)
         self.inflight.add(call)
         conn.start(grpc_message(request.SerializeToString()), call)
 

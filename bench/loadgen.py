@@ -13,7 +13,9 @@ Owns the two load shapes of the benchmark, both closed-loop over keep-alive conn
   gap before each token (per token: a chunk carrying k tokens counts once as its gap and k-1
   times as 0), and the tokens that arrived inside the window. Tokens per chunk are counted from
   the cumulative ``completion_tokens`` of continuous usage stats (``tokens_counted_share`` says
-  how many a frontend without them forced to assume one per chunk).
+  how many a frontend without them forced to assume one per chunk). With ``api`` (the agent
+  scenarios, ``bench.agent_streams``): chat, Responses or Messages requests; Responses and
+  Messages streams count one token per text delta, reconciled with their final usage.
 
 The window ``[t0, t1]`` (monotonic clock, shared by every process on the machine) is set by the
 orchestrator, which reads the server's CPU at the same instants.
@@ -31,6 +33,7 @@ from array import array
 from time import monotonic
 from typing import Any
 
+from bench.agent_streams import BY_NAME, StreamApi, account_agent_events
 from bench.client import Connection, Exchange, Loop
 from bench.stats import percentiles, write_result
 from bench.textgen import PromptSource, short_prompt
@@ -210,21 +213,31 @@ class _LongRun(_Load):
 
 class _StreamExchange(_RunExchange):
     __slots__ = (
+        "api",
+        "assumed",
         "carry",
         "conn",
         "err_body",
         "events",
         "first",
         "last",
+        "failed_event",
         "first_tokens",
+        "max_tokens",
         "run",
         "status",
         "t_send",
         "tokens",
     )
 
-    def __init__(self, run: _StreamRun, conn: Connection, t_send: float) -> None:
+    def __init__(self, run: _StreamRun, conn: Connection, t_send: float, max_tokens: int,
+                 api: StreamApi | None = None) -> None:
         self.run, self.conn, self.t_send = run, conn, t_send
+        self.max_tokens = max_tokens
+        # Responses / Messages: text deltas counted, reconciled with the final usage
+        self.api = api if api is not None and api.delta_event is not None else None
+        self.assumed = 0  # of self.tokens, those no usage figure confirmed yet
+        self.failed_event = False
         self.status = 0
         self.carry = b""
         self.first = 0.0
@@ -249,6 +262,9 @@ class _StreamExchange(_RunExchange):
         end = buf.rfind(b"\n\n")
         done = buf[:end]
         self.carry = buf[end + 2:]
+        if self.api is not None:
+            account_agent_events(self, done, t)
+            return
         # Token events are the ones with choices; the usage chunk and [DONE] are not.
         content = n - done.count(b'"choices":[]') - done.count(b"data: [DONE]")
         total = None
@@ -264,8 +280,11 @@ class _StreamExchange(_RunExchange):
         # counts as all its tokens. A frontend that sends none gets one token per event, and
         # the run reports the share it had to assume.
         if total is not None:
-            count = max(1, total - self.tokens)
+            # A chunk whose cumulative count did not move carries no token (chat's role chunk).
+            count = total - self.tokens
             self.tokens = total
+            if count <= 0:
+                return
         else:
             count = content
             self.tokens += content
@@ -309,6 +328,7 @@ class _StreamRun(_Load):
         self.tokens_done = 0
         self.events_done = 0
         self.completed = 0
+        self.short = 0  # streams that ended before their max_tokens (EOS, a stop)
 
     def start(self, conn: Connection | None, now: float) -> None:
         conn = self.usable(conn, now)
@@ -316,9 +336,14 @@ class _StreamRun(_Load):
             return
         cfg = self.cfg
         self.index += 1
+        max_tokens = self.rng.randint(cfg["min_tokens"], cfg["max_tokens"])
+        api = BY_NAME.get(cfg.get("api", ""))
+        if api is not None:  # the agent scenarios (bench.agent_streams)
+            self._send(conn, api.path, api.body(cfg["model"], short_prompt(
+                self.index, cfg["seed"]), max_tokens), max_tokens, api)
+            return
         request = {
-            "model": cfg["model"], "max_tokens": self.rng.randint(cfg["min_tokens"],
-                                                                  cfg["max_tokens"]),
+            "model": cfg["model"], "max_tokens": max_tokens,
             "temperature": 0, "ignore_eos": True, "stream": True,
             "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
         if cfg.get("tools"):
@@ -330,9 +355,12 @@ class _StreamRun(_Load):
         else:
             request["prompt"] = short_prompt(self.index, cfg["seed"])
             path = "/v1/completions"
-        body = json.dumps(request).encode()
+        self._send(conn, path, json.dumps(request).encode(), max_tokens)
+
+    def _send(self, conn: Connection, path: str, body: bytes, max_tokens: int,
+              api: StreamApi | None = None) -> None:
         self.sent += 1
-        ex = _StreamExchange(self, conn, monotonic())
+        ex = _StreamExchange(self, conn, monotonic(), max_tokens, api)
         self.inflight.add(ex)
         conn.send(_request(self.host, self.port, path, body), ex)
 
@@ -340,8 +368,11 @@ class _StreamRun(_Load):
         self.inflight.discard(ex)
         if ex.status != 200:
             self.error(f"HTTP {ex.status}: {ex.err_body.decode(errors='replace')}", t)
+        elif ex.failed_event:
+            self.error("a failure event in the stream", t)
         elif self.t0 <= t <= self.t1:
             self.completed += 1
+            self.short += ex.tokens < ex.max_tokens
             self.tokens_done += ex.tokens
             self.events_done += ex.events
             if ex.tokens > ex.first_tokens and ex.events > 1:
@@ -361,7 +392,7 @@ class _StreamRun(_Load):
         stalled = self._stalled(ex.t_send for ex in self.inflight if not ex.events)
         return {
             "mode": "stream", "window_s": window, "sent": self.sent,
-            "completed": self.completed, "streams": n,
+            "completed": self.completed, "streams": n, "ended_before_limit": self.short,
             "tokens_per_event": per_event,
             "tokens_counted_share": counted,
             "tokens_per_s": self.tokens_in_window / window,

@@ -24,6 +24,7 @@ from bench.deploy import (
     VllmPeer,
     external_endpoint,
 )
+from bench.agent_streams import AGENT_SCENARIOS, CHAT_SCENARIO
 from bench.embed_load import EMBED_SCENARIOS
 from bench.scenarios import GRPC_SCENARIO, TOOLS_ENV, TOOLS_SCENARIO, SimProfile, tools_sim_args
 
@@ -48,9 +49,14 @@ class Step:
     #: the gRPC step: the scenario (plain ``stream``) that alternates with the step's own on the
     #: same deployment, in rounds as with a partner
     alternate: str | None = None
+    #: the agent APIs' step: the scenario (chat streaming) that opens every round on the same
+    #: deployment and closes the run, as the partner's plain phases do
+    closing: str | None = None
 
     @property
     def phases(self) -> int:
+        if self.closing is not None:
+            return len(self.scenarios) * self.rounds + 1
         if self.partner is None and self.alternate is None:
             return len(self.scenarios) * self.rounds
         return (len(self.scenarios) + 1) * self.rounds + 1
@@ -73,6 +79,11 @@ def matrix(args: argparse.Namespace, mk, default_workers: int) -> list[Step]:
                 elif args.mode == "full" and backend == "fastokens" and (offload or workers == 1):
                     scen += ["stream"]  # 2 workers, and the inline baseline, full runs only
                 scen = [s for s in scen if s in wanted]
+                agents = [s for s in AGENT_SCENARIOS if s in wanted]
+                if default and workers == 1 and agents and args.mode == "smoke":
+                    # Once each, on the default deployment: the test suite's run stays short.
+                    scen += agent_order(agents)
+                    agents = []
                 if scen:
                     steps.append(mk(backend, offload, workers, scen))
                 if default and workers == 1 and TOOLS_SCENARIO in wanted:
@@ -80,9 +91,27 @@ def matrix(args: argparse.Namespace, mk, default_workers: int) -> list[Step]:
                     step.partner = mk(backend, offload, workers, ["stream"], paired=True).open
                     step.rounds = args.tools_rounds
                     steps.append(step)
+                if default and workers == 1 and agents:
+                    steps.append(agent_step(mk(backend, offload, workers, [], agents=True), agents,
+                                            args.agent_rounds))
     if GRPC_SCENARIO in wanted:
         steps.append(grpc_rounds(args, mk, default_workers))
     return steps + embed_steps(args, mk, min(default_workers, max(args.workers)))
+
+
+def agent_order(wanted: list[str]) -> list[str]:
+    """The agent scenarios a round runs: chat streaming, the reference, always, then the wanted
+    Responses / Messages scenarios."""
+    return [CHAT_SCENARIO, *(s for s in wanted if s != CHAT_SCENARIO)]
+
+
+def agent_step(step: Step, wanted: list[str], rounds: int) -> Step:
+    """The agent APIs' step on a deployment of its own: ``agent_order`` in ``rounds`` rounds and
+    a closing chat phase (just one chat phase when only chat is wanted)."""
+    step.scenarios = agent_order(wanted)
+    if len(step.scenarios) > 1:
+        step.rounds, step.closing = rounds, CHAT_SCENARIO
+    return step
 
 
 def embed_steps(args: argparse.Namespace, mk, workers: int, peer=None) -> list[Step]:
@@ -126,7 +155,7 @@ def plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int],
           sim: SimProfile, log_dir: str) -> list[Step]:
     def mk(backend: str, offload: bool, workers: int, scen: list[str], reference: bool = False,
            tools: bool = False, paired: bool = False, pooling: bool = False,
-           grpc: bool = False, rounds_of: str = ""):
+           grpc: bool = False, rounds_of: str = "", agents: bool = False):
         label = "greenfront" if reference else gf_label(backend, offload, workers)
         sim_args = tools_sim_args(sim) if tools else sim.args
         if pooling:  # an embedding model's engine (the embed scenarios)
@@ -137,6 +166,8 @@ def plan(args: argparse.Namespace, server_cpus: set[int], client_cpus: set[int],
             label += " hermes tools"
         if paired:  # the plain deployment the tool-calling phases alternate with
             label += " paired"
+        if agents:  # chat, Responses and Messages streams in rounds (bench.agent_streams)
+            label += " agent APIs"
 
         def open_() -> GreenfrontDeployment:
             return GreenfrontDeployment(label, workers=workers, offload=offload, backend=backend,
@@ -193,6 +224,15 @@ def schedule(step: Step, endpoint: Any, partner: Any) -> Iterator[tuple[int | No
     the plain phase always first, a drift through a round counted against its tool-calling
     phase alone; against the plain phases on both sides, a drift one way through a round
     cancels out."""
+    if step.closing is not None:
+        # Round k runs the reference, then the others, in reverse order every other round: a
+        # drift through a round then favours neither.
+        first, *others = step.scenarios
+        for round_ in range(1, step.rounds + 1):
+            for scenario in [first, *(others if round_ % 2 else others[::-1])]:
+                yield round_, endpoint, scenario
+        yield step.rounds + 1, endpoint, step.closing
+        return
     if partner is None and step.alternate is None:
         for scenario in step.scenarios:
             yield None, endpoint, scenario

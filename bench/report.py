@@ -16,6 +16,7 @@ from typing import Any
 
 from bench import report_grpc
 from bench.peer_targets import peer_targets
+from bench.report_agents import agent_tables, agent_targets
 from bench.report_header import header, phase_id
 from bench.report_embed import embed_tables
 
@@ -266,6 +267,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         add("/tokenize of 300k characters vs vLLM's Rust frontend (~95/s, /health p99.9 30 ms)",
             "> 95/s and < 30 ms", f"{rate:.1f}/s, {_ms(h)}", rate > 95 and h < 30)
     tools_target(results, add)
+    agent_targets(results, add)
     peer_targets(results, add)
     report_grpc.grpc_targets(results, add)
     return out
@@ -349,7 +351,7 @@ def tools_target(results: dict[str, Any], add) -> None:
 def _targets_table(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
-    out = ["### Targets (issues 4, 8, 11 and 21)", "", "| target | goal | measured | met |",
+    out = ["### Targets (issues 4, 8, 11, 21 and 22)", "", "| target | goal | measured | met |",
            "|---|---|---|---|"]
     for t in rows:
         met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]
@@ -382,6 +384,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     lines += _ratio_table(results)
     lines += _long_table(results, TOKENIZE)
     lines += _stream_table(results)
+    lines += agent_tables(results)
     lines += embed_tables(results)
     lines += report_grpc.grpc_tables(results)
     lines += _limit_table(results)

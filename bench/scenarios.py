@@ -20,6 +20,9 @@ Scenarios:
                 on a pooling simulator (``bench.embed_load``); ``embed-base64`` the same in base64
   ``grpc-stream`` the ``stream`` load as vLLM's gRPC ``GenerateStream`` calls
                 (``bench.grpc_load``, on the endpoint's gRPC port)
+  ``stream-chat``, ``stream-responses``, ``stream-messages`` the same streams to
+                /v1/chat/completions, /v1/responses and /v1/messages (``bench.agent_streams``),
+                in rounds on one deployment, chat the reference
   ``limit``     the tokenizer alone (``bench.tokenizer_limit``)
 All with ``/health`` probed at 200/s by a separate process.
 
@@ -35,6 +38,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from bench.agent_streams import API_OF
 from bench.deploy import (
     DEFAULT_MODEL_DIR,
     MARKER_MODEL_DIR,
@@ -169,6 +173,8 @@ def _load_config(endpoint: Endpoint, scenario: str, timing: Timing, base: dict[s
                         ramp_s=timing.stream_ramp_s, min_tokens=64, max_tokens=256)
         if scenario == TOOLS_SCENARIO:
             load_cfg.update(tools=TOOLS)
+        elif scenario in API_OF:
+            load_cfg.update(api=API_OF[scenario].name)
         if scenario == GRPC_SCENARIO:
             return "bench.grpc_load", dict(load_cfg, port=endpoint.grpc_port)
         return "bench.loadgen", load_cfg
@@ -183,7 +189,7 @@ def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile
               client_cpus: set[int], workdir: str, seed: int = 0) -> dict[str, Any]:
     """Load + /health probe against ``endpoint``; returns load, health and CPU figures."""
     host, port = endpoint.host_port
-    stream = scenario in ("stream", TOOLS_SCENARIO, GRPC_SCENARIO)
+    stream = scenario in ("stream", TOOLS_SCENARIO, GRPC_SCENARIO, *API_OF)
     warmup = timing.stream_warmup_s + timing.stream_ramp_s if stream else timing.long_warmup_s
     duration = timing.stream_s if stream else timing.long_s
     t_begin = time.monotonic() + SPAWN_S

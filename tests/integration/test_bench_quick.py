@@ -31,16 +31,24 @@ def test_bench_smoke_writes_report_json_and_plots(tmp_path, model_dir):
     assert {"meta", "phases", "limits", "targets"} <= set(results)
     assert {"command", "machine", "pinning", "sim_args"} <= set(results["meta"])
     scenarios = {(p["endpoint"], p["scenario"]) for p in results["phases"]}
-    assert {s for _, s in scenarios} == {"long", "tokenize", "stream"}
+    assert {s for _, s in scenarios} == {"long", "tokenize", "stream", "stream-chat",
+                                         "stream-responses", "stream-messages"}
     for phase in results["phases"]:
         assert {"load", "health", "cpu_s", "settings"} <= set(phase)
         assert {"server", "engine", "loadgen", "prober"} <= set(phase["cpu_s"])
         assert {"p50", "p99", "p99.9", "max"} <= set(phase["health"]["latency_ms"])
-        key = "tokens_per_s" if phase["scenario"] == "stream" else "req_per_s"
-        assert key in phase["load"]
+        streamed = phase["scenario"].startswith("stream")
+        assert ("tokens_per_s" if streamed else "req_per_s") in phase["load"]
+        if phase["scenario"] in ("stream-responses", "stream-messages"):
+            # every stream ran to its limit, and its tokens were counted
+            assert phase["load"]["errors"] == 0
+            assert phase["load"]["ended_before_limit"] == 0
+            assert phase["load"]["tokens_per_s"] > 0
         raw = result_dir / "raw" / f"health-{phase['endpoint']}.{phase['scenario']}.json"
         assert json.loads(raw.read_text())["samples"]
     assert {"prompts_per_s", "backend", "threads"} <= set(results["limits"][0])
+    judged = {t["target"].split(" ")[0] for t in results["targets"]}
+    assert {"Responses", "Messages"} <= judged  # issue 22's targets, against the chat phase
 
     pngs = {p.name for p in result_dir.glob("*.png")}
     assert {"throughput.png", "health_long.png", "health_stream.png"} <= pngs
