@@ -87,20 +87,25 @@ class _BeamRun:
         #: the running step's streams (aborted on cancel, failure or close)
         self._streams: list[RequestStream] = []
         self.waker = Waker()
+        #: when the next ``run`` tick is due (monotonic seconds)
+        self._due = 0.0
 
-    def run(self, cancel: Cancellation, idle_after: float | None = None) -> Iterator[None]:
-        """Run the searches to their end (or until ``cancel``); yields each time ``idle_after``
-        seconds went by with no output (None: never).
+    def run(self, cancel: Cancellation, every: float | None = None) -> Iterator[None]:
+        """Run the searches to their end (or until ``cancel``); yields every ``every`` seconds
+        while it runs (None: never), whatever the engines send: nothing is sent to the client
+        before the end, so a keep-alive is due each interval.
 
         Raises:
             _StepFailed: a submit or a step request failed (the step is aborted first).
         """
+        if every is not None:
+            self._due = time.monotonic() + every
         try:
             while not cancel.cancelled:
                 live = [s for s in self._job.searches if not s.done]
                 if not live:
                     break
-                yield from self._step(live, cancel, idle_after)
+                yield from self._step(live, cancel, every)
         except BaseException:
             self.abort_step()
             raise
@@ -108,7 +113,7 @@ class _BeamRun:
             self.abort_step()
 
     def _step(self, searches: list[BeamSearch], cancel: Cancellation,
-              idle_after: float | None) -> Iterator[None]:
+              every: float | None) -> Iterator[None]:
         """One step of every unfinished search: submit, wait for all, advance."""
         job, client = self._job, self._client
         step_id = f"{job.request_id}-{_hex32()}"
@@ -131,7 +136,7 @@ class _BeamRun:
             raise _StepFailed(exc) from None
         found: list[Any] = [None] * len(streams)
         yield from self._wait(streams, [len(beam.tokens) for _, beam in beams], found, cancel,
-                              idle_after)
+                              every)
         if cancel.cancelled:
             return
         at = 0
@@ -146,7 +151,7 @@ class _BeamRun:
         self._streams = []
 
     def _wait(self, streams: list[RequestStream], prompt_lens: list[int], found: list[Any],
-              cancel: Cancellation, idle_after: float | None) -> Iterator[None]:
+              cancel: Cancellation, every: float | None) -> Iterator[None]:
         """Fill ``found`` with each stream's logprob position (``_ABORTED`` for an aborted
         request) until every stream finished or the client went away."""
         pending = set(range(len(streams)))
@@ -169,7 +174,14 @@ class _BeamRun:
                     raise _StepFailed(stream.error)
             if cancel.cancelled:
                 return
-            if pending and not self.waker.wait(idle_after):
+            if not pending:
+                break
+            if every is None:
+                self.waker.wait()
+                continue
+            self.waker.wait(max(self._due - time.monotonic(), 0.0))
+            if time.monotonic() >= self._due:
+                self._due = time.monotonic() + every
                 yield
 
     def _finished(self, stream: RequestStream, reason: str, prompt_len: int) -> None:
@@ -250,7 +262,8 @@ class BeamSearchStream:
         cancel: the request's cancellation (the client went away).
         error_event: an ``ApiError`` -> its SSE error frames.
         error_envelope: the error envelope of failures (None: OpenAI's).
-        keep_alive: seconds without output before a keep-alive comment (0: none).
+        keep_alive: a keep-alive comment every this many seconds while the search runs
+            (0: none; vLLM sends them while its stream writer waits for the search).
     """
 
     error_before_start: ApiError | None = None
