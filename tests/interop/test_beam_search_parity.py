@@ -115,7 +115,8 @@ STREAMED_CHAT = [
     {"n": 2, "max_completion_tokens": 6, "include_stop_str_in_output": True,
      "length_penalty": 0.5, "return_prompt_text": True},
 ]
-_VARYING_BYTES = re.compile(rb'"id":"chatcmpl-[^"]*"|"created":[0-9]+|"system_fingerprint":"[^"]*"')
+_VARYING_BYTES = re.compile(
+    rb'"id":"chatcmpl-[^"]*"|"created":[0-9]+|"system_fingerprint":"[^"]*"')
 
 
 @pytest.mark.parametrize("body", STREAMED_CHAT, ids=lambda b: json.dumps(b)[:70])
