@@ -20,7 +20,7 @@ from resources.common.sse import error_event
 from resources.request_headers import apply_request_headers
 from runtime.cancellation import CANCEL_KEY, Cancellation
 from runtime.state import WorkerState
-from streaming.beam_body import BeamJob, BeamSearchBody
+from streaming.beam_body import BeamJob, BeamSearchBody, BeamSearchStream
 from streaming.beam_search import BeamSearch
 from streaming.body import DeferredBody, StreamingBody
 from streaming.submit import ClientGone, start_generation
@@ -74,7 +74,7 @@ class GenerationResource:
             _log_request(prepared)
         cancel = req.env.get(CANCEL_KEY) or Cancellation()
         if prepared.beam is not None:
-            self._start_beam_search(resp, prepared, ctx)
+            self._start_beam_search(resp, prepared, ctx, cancel)
             return
         try:
             generation = start_generation(prepared, state.client, cancel,
@@ -103,21 +103,34 @@ class GenerationResource:
                                        lambda st: render(prepared, st), on_finished,
                                        self.error_envelope)
 
-    def _start_beam_search(self, resp: falcon.Response, prepared: Any, ctx: Any) -> None:
-        """A beam-search request: the search runs when the offload driver resolves the body
-        (``streaming.beam_body``), then the endpoint's renderer writes the answer."""
+    def _start_beam_search(self, resp: falcon.Response, prepared: Any, ctx: Any,
+                           cancel: Cancellation) -> None:
+        """A beam-search request: the search runs when the offload driver resolves the body or
+        gunicorn iterates the stream (``streaming.beam_body``), then the endpoint's renderer
+        writes the answer (a stream: every chunk at once, as vLLM sends it)."""
         plan = prepared.beam
+        state = self._state
         job = BeamJob(request_id=prepared.request_id,
                       searches=[BeamSearch(c.prompt_token_ids, settings)
                                 for c, settings in zip(prepared.choices, plan.settings)],
                       sampling_params=plan.step_params, lora_request=prepared.lora_request,
                       cache_salt=prepared.cache_salt, session_id=prepared.session_id)
+        record = state.metrics.record_engine_request
+        if prepared.stream:
+            renderer = type(self).stream_renderer(prepared, ctx)
+            resp.content_type = SSE
+            keep_alive = state.config.sse_keep_alive_interval if self.sse_keep_alive else 0
+            resp.stream = BeamSearchStream(
+                state.client, job,
+                lambda searches: renderer.finished_frames(beam_state(prepared, ctx, searches)),
+                cancel, type(self).stream_error_event, self.error_envelope, keep_alive, record)
+            return
         render = type(self).render_response
         resp.content_type = falcon.MEDIA_JSON
         resp.stream = BeamSearchBody(
-            self._state.client, job,
+            state.client, job,
             lambda searches: render(prepared, beam_state(prepared, ctx, searches)),
-            self.error_envelope)
+            self.error_envelope, record)
 
     def prepare_request(self, body: Any, ctx: Any, req: falcon.Request) -> Any:
         """The prepared request; an endpoint that needs more than ``prepare`` takes (the

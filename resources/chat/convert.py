@@ -22,8 +22,7 @@ from resources.common.beam import beam_plan
 from resources.common.fields import parse_struct, require_object
 from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
 from resources.common.prompts import check_length, check_not_empty, make_rule, tokenize_texts
-from resources.common.sampling import (build_sampling_params, fan_out, max_tokens_for,
-                                       plain_error, usage_flags)
+from resources.common.sampling import build_sampling_params, fan_out, max_tokens_for, usage_flags
 from runtime.serving_context import ServingContext
 from text.chat_messages import ChatTemplateError, parse_messages
 from text.chat_template import ChatTemplate, DumpedOnce
@@ -268,7 +267,7 @@ def prepare_parsed_chat(f: types.ChatRequest, ctx: ServingContext, *,
     logprobs = top if f.logprobs else None
     if f.use_beam_search:
         return _beam_chat(f, ctx, ids, requested, logprobs, conversation, prompt_text,
-                          header_request_id, lora, parsing)
+                          header_request_id, lora, parsing, (stream, include_usage, continuous))
     prompt_logprobs = f.prompt_logprobs
     if prompt_logprobs is None and f.echo:
         prompt_logprobs = top
@@ -301,13 +300,13 @@ def prepare_parsed_chat(f: types.ChatRequest, ctx: ServingContext, *,
 
 def _beam_chat(f: types.ChatRequest, ctx: ServingContext, ids: list[int], requested: int | None,
                logprobs: int | None, conversation: list[dict], prompt_text: str | None,
-               header_request_id: str | None, lora: Any, parsing: Any) -> PreparedRequest:
+               header_request_id: str | None, lora: Any, parsing: Any,
+               streaming: tuple[bool, bool, bool]) -> PreparedRequest:
     """A beam-search chat completion (``resources.common.beam``): one choice carrying the
     prompt; the sampling fields and the engine's reasoning fields do not apply (vLLM builds
-    no SamplingParams for it); the output parsers still read each beam's text."""
-    if f.stream:
-        raise plain_error("Streaming chat completions with beam search are not supported by "
-                          "this server (greenfront); send them without `stream`.", "stream")
+    no SamplingParams for it); the output parsers still read each beam's text. ``streaming``:
+    (stream, include_usage, continuous usage); a stream sends the finished beams at once."""
+    stream, include_usage, continuous = streaming
     n = 1 if f.n is None else f.n
     plan = beam_plan(f, ctx, n, [max_tokens_for(ctx, requested, len(ids))])
     check_not_empty(ids)
@@ -321,7 +320,8 @@ def _beam_chat(f: types.ChatRequest, ctx: ServingContext, ids: list[int], reques
                             sampling_params=plan.step_params)
     return PreparedRequest(
         kind="chat", request_id=request_id, created=now(), model=ctx.response_model(lora),
-        stream=False, choices=[choice], return_token_ids=bool(f.return_token_ids),
+        stream=stream, choices=[choice], include_usage=include_usage,
+        continuous_usage=continuous, return_token_ids=bool(f.return_token_ids),
         echo=f.echo, logprobs=logprobs,
         return_tokens_as_token_ids=ctx.tokens_as_ids(f.return_tokens_as_token_ids), n=n,
         num_prompts=1, cache_salt=f.cache_salt, response_role=role,

@@ -39,9 +39,12 @@ class ChatStreamRenderer(StreamRenderer):
         super().__init__(prepared, ctx)
         self.started = False
         setup = prepared.chat_parsing
-        #: one parser per choice (index = choice index), or None without output parsers
+        #: one parser per choice (index = choice index), or None without output parsers; a
+        #: beam search has one prepared choice and ``n`` beams, each parsed on its own
+        choices = (prepared.choices * prepared.n if prepared.beam is not None
+                   else prepared.choices)
         self.parsers = None if setup is None else [
-            ChoiceParser(setup, c.prompt_token_ids) for c in prepared.choices]
+            ChoiceParser(setup, c.prompt_token_ids) for c in choices]
         self.reasoning_details = setup is not None and setup.parsers.reasoning_parser is not None
         # vLLM hides per-token metadata while it hides reasoning (it could leak the thought).
         self.hide_metadata = setup is not None and not setup.include_reasoning
@@ -61,13 +64,15 @@ class ChatStreamRenderer(StreamRenderer):
                                  for p, c in zip(self.parsers, state.choices)))
 
     def _opening(self, state: RequestState) -> bytes:
-        """Role chunks for every choice, then echo chunks (vLLM's first iteration)."""
+        """Role chunks for every choice, then echo chunks (vLLM's first iteration: one per
+        requested choice, even when a beam search returns fewer beams)."""
         p = self.prepared
         out = []
-        prompt_ids = state.choices[0].choice.prompt_token_ids if p.return_token_ids else None
-        for c in state.choices:
+        prompt_ids = p.choices[0].prompt_token_ids if p.return_token_ids else None
+        indices = range(p.n) if p.beam is not None else [c.choice.index for c in state.choices]
+        for index in indices:
             body: dict[str, Any] = {**self.head, "choices": [{
-                "index": c.choice.index, "delta": {"role": p.response_role, "content": ""},
+                "index": index, "delta": {"role": p.response_role, "content": ""},
                 "logprobs": None, "finish_reason": None}]}
             if p.continuous_usage:
                 body["usage"] = self._zero_usage(state)
@@ -75,9 +80,9 @@ class ChatStreamRenderer(StreamRenderer):
             body["prompt_text"] = p.prompt_text
             out.append(frame(body))
         if p.echo and p.echo_content:
-            for c in state.choices:
+            for index in indices:
                 body = {**self.head, "choices": [{
-                    "index": c.choice.index, "delta": {"content": p.echo_content},
+                    "index": index, "delta": {"content": p.echo_content},
                     "logprobs": None, "finish_reason": None}]}
                 if p.continuous_usage:
                     body["usage"] = self._zero_usage(state)
@@ -136,6 +141,26 @@ class ChatStreamRenderer(StreamRenderer):
 
     def prompt_tokens_details(self, details: dict, state: RequestState) -> dict:
         return {k: v for k, v in details.items() if v is not None}
+
+    def finished_frames(self, state: RequestState) -> bytes:
+        """A whole stream of finished choices (a beam search, ``resources.common.beam``): the
+        opening chunks, one chunk per choice with all its text, tokens and logprobs, then the
+        usage chunk and ``[DONE]``, as vLLM's stream writer renders the one final output its
+        beam search yields."""
+        p = self.prepared
+        out = [] if self.started else [self._opening(state)]
+        self.started = True
+        for c in state.choices:
+            ids = list(c.token_ids)
+            logprobs = None
+            if p.logprobs is not None:
+                logprobs = chat_logprobs(ids, c.positions, p.logprobs, state.namer, stream=True,
+                                         token_bytes=p.beam is None)
+            delta = ChoiceDelta(c.choice.index, c.final_text(), ids, logprobs, c.finish_reason,
+                                c.stop_reason, False, True, len(ids))
+            out.append(self.chunk(c.choice.index, delta, state))
+        out.append(self.final_chunks(state))
+        return b"".join(out)
 
 
 def final_message(prepared: PreparedRequest, c: Any, parser: ChoiceParser | None

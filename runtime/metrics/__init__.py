@@ -5,6 +5,7 @@
 - the engine client's ``observer`` (``on_step``, engine-I/O thread): scheduler gauges, prefix
   cache, per-step token counts, TTFT and inter-token latency (``engine_side``);
 - ``record_finished`` (HTTP hub): a generation's finished requests (``requests``);
+  ``record_engine_request``: one of a beam search's step requests;
 - ``http`` (HTTP hub): the HTTP middleware's per-request record (``middleware.http_metrics``);
 - ``observe_hub_lag``, ``record_admission_rejection``, ``record_sleep_state`` (HTTP hub);
 - ``exposition`` (a request-pool thread: reading every worker's files takes milliseconds).
@@ -32,7 +33,8 @@ from runtime.metrics.families import (ADMISSION_REASONS, CACHE_CONFIG_FAMILY, CA
 from runtime.metrics.local import Batch, write
 from runtime.metrics.lora_requests import LoraRequests
 from runtime.metrics.registry import Families
-from runtime.metrics.requests import FinishedRequestRecorder, finished_requests
+from runtime.metrics.requests import (FinishedRequest, FinishedRequestRecorder,
+                                      finished_requests)
 
 log = logging.getLogger("greenfront.stats")
 
@@ -176,6 +178,12 @@ class Metrics:
         """HTTP hub: every choice of ``prepared`` finished (``choices``: the output state's)."""
         if self.finished is not None:
             self.finished.record(finished_requests(prepared, streams, choices), prepared.n)
+
+    def record_engine_request(self, request: FinishedRequest) -> None:
+        """HTTP hub: one finished engine request of its own, sampled once (a beam search's
+        step request: vLLM counts each like any request with ``n`` 1)."""
+        if self.finished is not None:
+            self.finished.record([request], 1)
 
     def observe_hub_lag(self, sample: float, window_max: float) -> None:
         """HTTP hub: each hub-lag sample, and the largest of the last second."""

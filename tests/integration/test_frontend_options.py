@@ -94,6 +94,17 @@ def test_keep_alive_comments_while_a_stream_waits(url):
     assert r.status_code == 200 and "keep-alive" not in r.text
 
 
+def test_keep_alive_comments_while_a_streamed_beam_search_runs(url):
+    # Hundreds of steps of one-token requests (5 ms each at least): seconds without a chunk.
+    body = {"model": "tiny", "messages": HI, "max_tokens": 600, "n": 2, "stream": True,
+            "use_beam_search": True, "ignore_eos": True}
+    text = requests.post(url + "/v1/chat/completions", json=body, timeout=120).text
+    head, _, rest = text.partition("data: ")
+    assert head and set(head.split("\n\n")) <= {": keep-alive", ""}
+    assert rest and ": keep-alive" not in rest
+    assert text.rstrip().endswith("data: [DONE]")
+
+
 def test_custom_histogram_buckets_replace_a_familys_bounds(url):
     _post(url, "/v1/completions", {"prompt": "Hello", "max_tokens": 2})
     text = requests.get(url + "/metrics", timeout=30).text

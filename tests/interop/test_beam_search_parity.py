@@ -2,10 +2,15 @@
 with the tiny model, once with vLLM's frontend and once with greenfront as its frontend):
 completions (one prompt and a batch) and chat answers with ``n`` 2 to 4, ``length_penalty``,
 ``max_tokens``, ``include_stop_str_in_output``, ``ignore_eos``, logprobs, echo, and vLLM's
-refusals, compared field by field (ids, timestamps and the fingerprint aside)."""
+refusals, compared field by field (ids, timestamps and the fingerprint aside); streamed chat
+answers compared byte for byte (ids, timestamps and the fingerprint aside); and the per-request metrics the step
+requests of one search add to /metrics (the counters that do not depend on timing or on the
+prefix cache's state)."""
 from __future__ import annotations
 
 import json
+import re
+import time
 
 import pytest
 import requests
@@ -19,10 +24,11 @@ VARYING = ("id", "created", "system_fingerprint")
 @pytest.fixture(scope="module")
 def stacks(tmp_path_factory):
     logs = tmp_path_factory.mktemp("beam-parity")
-    theirs = serve_with_python_frontend(str(logs / "python.log"), ["--disable-log-stats"])
+    # Stats on: the metrics test reads both /metrics.
+    theirs = serve_with_python_frontend(str(logs / "python.log"))
     try:
         theirs.wait_healthy()
-        ours = serve_with_greenfront(str(logs / "greenfront.log"), ["--disable-log-stats"])
+        ours = serve_with_greenfront(str(logs / "greenfront.log"))
         try:
             yield ours.wait_healthy(), theirs
         finally:
@@ -96,3 +102,74 @@ def test_chat_as_vllm(stacks, body):
 def test_refusals_as_vllm(stacks, path, body):
     ours, theirs = _both(stacks, path, body)
     assert (ours.status_code, ours.json()) == (theirs.status_code, theirs.json())
+
+
+STREAMED_CHAT = [
+    {"n": 1, "max_tokens": 5},
+    {"n": 2, "max_tokens": 4, "stream_options": {"include_usage": True}},
+    {"n": 3, "max_tokens": 4, "stream_options": {"include_usage": True}},
+    {"n": 3, "max_tokens": 3},
+    {"n": 2, "max_tokens": 3, "logprobs": True, "top_logprobs": 2, "return_token_ids": True,
+     "stream_options": {"include_usage": True, "continuous_usage_stats": True}},
+    {"n": 1, "max_tokens": 4, "logprobs": True, "stream_options": {"include_usage": True}},
+    {"n": 2, "max_completion_tokens": 6, "include_stop_str_in_output": True,
+     "length_penalty": 0.5, "return_prompt_text": True},
+]
+_VARYING_BYTES = re.compile(
+    rb'"id":"chatcmpl-[^"]*"|"created":[0-9]+|"system_fingerprint":"[^"]*"')
+
+
+@pytest.mark.parametrize("body", STREAMED_CHAT, ids=lambda b: json.dumps(b)[:70])
+def test_streamed_chat_as_vllm(stacks, body):
+    messages = [{"role": "user", "content": "Name three colours."}]
+    ours, theirs = _both(stacks, "/v1/chat/completions",
+                         {"messages": messages, "stream": True, **body})
+    assert (ours.status_code, theirs.status_code) == (200, 200), (ours.text, theirs.text)
+    assert ours.headers["content-type"] == theirs.headers["content-type"]
+    mine, vllms = (_VARYING_BYTES.sub(b"", r.content).split(b"\n\n") for r in (ours, theirs))
+    assert len(mine) == len(vllms)
+    for a, b in zip(mine, vllms):     # chunk by chunk: the first difference is the one shown
+        assert a == b
+
+
+#: Deterministic per-request figures: counts and token sums, not times, not cache hits.
+_METRIC = re.compile(
+    r"^(vllm:request_success_total|vllm:prompt_tokens_total|vllm:generation_tokens_total"
+    r"|vllm:request_(prompt|generation)_tokens_(sum|count|bucket)"
+    r"|vllm:request_params_(n|max_tokens)_(sum|count|bucket)"
+    r"|vllm:request_max_num_generation_tokens_(sum|count|bucket)"
+    r"|vllm:(e2e_request_latency|request_queue_time|time_to_first_token"
+    r"|request_time_per_output_token|request_inference_time)_seconds_count)\{")
+
+
+def _metrics(url: str) -> dict[str, float]:
+    out = {}
+    for line in requests.get(url + "/metrics", timeout=30).text.splitlines():
+        if _METRIC.match(line):
+            key, value = line.rsplit(" ", 1)
+            out[key] = float(value)
+    return out
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/completions", {"prompt": ["Hello", "Once upon a time"], "n": 2, "max_tokens": 4}),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}], "n": 3,
+                              "max_tokens": 3, "stream": True}),
+], ids=["completions", "streamed-chat"])
+def test_step_requests_counted_in_metrics_as_vllm(stacks, path, body):
+    ours, theirs = stacks
+    before = [_metrics(ours.url), _metrics(theirs.url)]
+    a, b = _both(stacks, path, body)
+    assert (a.status_code, b.status_code) == (200, 200)
+
+    def deltas() -> list[dict[str, float]]:
+        return [{k: v - old.get(k, 0.0) for k, v in _metrics(url).items()
+                 if v != old.get(k, 0.0)} for url, old in zip((ours.url, theirs.url), before)]
+    # vLLM updates its counters from its output loop: wait (at most 10 s) until they settle.
+    deadline = time.monotonic() + 10
+    mine, vllms = deltas()
+    while mine != vllms and time.monotonic() < deadline:
+        time.sleep(0.5)
+        mine, vllms = deltas()
+    assert vllms, "vLLM counted nothing"
+    assert mine == vllms

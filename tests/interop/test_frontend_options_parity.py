@@ -4,8 +4,8 @@ vLLM's Python frontend runs on a greenfront simulator with ``--return-tokens-as-
 --exclude-tools-when-tool-choice-none --sse-keep-alive-interval 1 ...``; greenfront gets the same
 options on both launch paths: ``greenfront serve`` on its command line, and ``--args-json`` as
 ``vllm serve`` hands it (the launch harness plays ``vllm serve``); per-request metrics and
-custom histogram buckets too. Every simulator echoes the
-prompt, so the answers can be compared field by field.
+custom histogram buckets too; keep-alives while a streamed beam search runs. Every simulator
+echoes the prompt, so the answers can be compared field by field.
 """
 from __future__ import annotations
 
@@ -134,4 +134,21 @@ def test_keep_alive_comments_while_waiting(vllm, greenfront):
     for text in (_stream(vllm), _stream(greenfront)):
         head = text.split("data: ", 1)[0]
         assert ": keep-alive\n\n" in head, text[:300]
+        assert text.rstrip().endswith("data: [DONE]")
+
+
+def _beam_stream(url: str) -> str:
+    # Hundreds of one-token steps: seconds in which the stream writer has nothing to send.
+    body = {"model": "tiny", "messages": HI, "max_tokens": 600, "n": 2, "stream": True,
+            "use_beam_search": True, "ignore_eos": True}
+    r = requests.post(url + "/v1/chat/completions", json=body, timeout=300)
+    assert r.status_code == 200, r.text
+    return r.text
+
+
+def test_keep_alive_comments_while_a_streamed_beam_search_runs(vllm, greenfront):
+    for text in (_beam_stream(vllm), _beam_stream(greenfront)):
+        head, _, rest = text.partition("data: ")
+        assert head and set(head.split("\n\n")) <= {": keep-alive", ""}, text[:300]
+        assert rest and ": keep-alive" not in rest      # none once the beams are sent
         assert text.rstrip().endswith("data: [DONE]")

@@ -6,6 +6,7 @@ import msgspec
 import pytest
 
 from resources.chat.convert import prepare_chat
+from resources.chat.render import ChatStreamRenderer
 from resources.common.beam import beam_state
 from resources.completions import prepare_completion
 from resources.completions.render import render_completion_response
@@ -61,13 +62,13 @@ def test_refusals_are_vllms(ctx, body, message):
     assert status == 400 and message in text
 
 
-def test_chat_beam_search_plans_and_refuses_a_stream(ctx):
+def test_chat_beam_search_plans_whole_and_streamed(ctx):
     p = prepare_chat({"model": "tiny", "messages": USER, "use_beam_search": True, "n": 2,
                       "max_tokens": 3}, ctx)
-    assert p.beam is not None and len(p.choices) == 1 and p.n == 2
-    status, text = raised(prepare_chat, {"model": "tiny", "messages": USER, "stream": True,
-                                         "use_beam_search": True}, ctx)
-    assert status == 400 and b"beam search" in text
+    assert p.beam is not None and len(p.choices) == 1 and p.n == 2 and not p.stream
+    p = prepare_chat({"model": "tiny", "messages": USER, "stream": True, "use_beam_search": True,
+                      "stream_options": {"include_usage": True}}, ctx)
+    assert p.beam is not None and p.stream and p.include_usage and not p.continuous_usage
     status, text = raised(prepare_chat, {"model": "tiny", "messages": USER, "logprobs": True,
                                          "logprob_token_ids": [1], "use_beam_search": True}, ctx)
     assert b"`logprob_token_ids` is not supported with beam search." in text
@@ -86,3 +87,25 @@ def test_the_answer_numbers_beams_across_prompts(ctx):
     assert {c["finish_reason"] for c in body["choices"]} == {"length"}
     assert body["usage"]["completion_tokens"] == 3
     assert body["usage"]["prompt_tokens"] == 2 * len(p.choices[0].prompt_token_ids)
+
+
+def test_a_streamed_chat_sends_a_role_chunk_per_requested_choice_then_each_beam(ctx):
+    p = prepare_chat({"model": "tiny", "messages": USER, "use_beam_search": True, "n": 3,
+                      "max_tokens": 1, "stream": True, "logprobs": True,
+                      "stream_options": {"include_usage": True}}, ctx)
+    search = BeamSearch(p.choices[0].prompt_token_ids, p.beam.settings[0])
+    a, b = ctx.tokenizer.encode("A", False)[0], ctx.tokenizer.encode("B", False)[0]
+    search.advance([{a: (-0.5, 1), b: (-1.0, 2)}])   # two candidates: two beams of three
+    frames = ChatStreamRenderer(p, ctx).finished_frames(beam_state(p, ctx, [search]))
+    events = frames.decode().split("\n\n")
+    assert events[-2:] == ["data: [DONE]", ""]
+    chunks = [msgspec.json.decode(e[len("data: "):]) for e in events[:-2]]
+    assert [c["choices"][0]["index"] for c in chunks[:5]] == [0, 1, 2, 0, 1]
+    assert [c["choices"][0]["delta"] for c in chunks[:3]] == [
+        {"role": "assistant", "content": ""}] * 3
+    assert [c["choices"][0]["delta"] for c in chunks[3:5]] == [{"content": "A"},
+                                                               {"content": "B"}]
+    assert [c["choices"][0]["finish_reason"] for c in chunks[3:5]] == ["length", "length"]
+    assert chunks[3]["choices"][0]["logprobs"]["content"][0]["logprob"] == -0.5
+    assert chunks[5]["choices"] == [] and chunks[5]["usage"]["completion_tokens"] == 2
+    assert len(chunks) == 6
