@@ -9,6 +9,7 @@ Runs on: import time in each gunicorn worker (after fork and gevent's patching).
 from __future__ import annotations
 
 import logging
+from typing import Callable
 
 import falcon
 import gevent
@@ -21,6 +22,7 @@ from middleware.http_headers import Cors, RequestId
 from middleware.http_metrics import HttpMetrics
 from middleware.load_tracking import LoadTracking
 from middleware.offload import OffloadMiddleware
+from middleware.probes import ProbeFastPath, empty_200
 from middleware.root_path import RootPath
 from middleware.task_routes import TaskRoutes
 from middleware.tokens_only import TokensOnlyMiddleware
@@ -53,9 +55,9 @@ from rpc.server import handler_for as grpc_handler
 
 
 def build_api(config: Config, state: WorkerState | None = None,
-              drain: shutdown.Drain | None = None) -> DrainMiddleware | RootPath:
+              drain: shutdown.Drain | None = None) -> ProbeFastPath | RootPath:
     """The WSGI callable: the Falcon app wrapped by the offload driver, the HTTP metrics, CORS,
-    request ids and the drain. A greenfront worker passes the state and drain it made
+    request ids, the drain and the probe fast path. A greenfront worker passes the state and drain it made
     (``runtime.worker``); built bare (tests), they are made here."""
     state = state or WorkerState(config)
     drain = drain or shutdown.Drain.for_worker(config, state)
@@ -114,7 +116,7 @@ def build_falcon_app(config: Config, state: WorkerState) -> falcon.App:
 
 
 def _wrap(app: falcon.App, config: Config, state: WorkerState,
-          drain: shutdown.Drain) -> DrainMiddleware | RootPath:
+          drain: shutdown.Drain) -> ProbeFastPath | RootPath:
     """The WSGI layers around the Falcon app, innermost first."""
     offload = OffloadMiddleware(
         app,
@@ -130,14 +132,20 @@ def _wrap(app: falcon.App, config: Config, state: WorkerState,
     api = HttpMetrics(offload, state.metrics, lambda path: _route_template(app, path))
     if config.enable_server_load_tracking:
         api = LoadTracking(api, state)
-    # As vLLM stacks them: request ids outside, then (auth, inside Falcon) CORS.
-    wsgi = Cors(api, list(config.allowed_origins), list(config.allowed_methods),
-                list(config.allowed_headers), config.allow_credentials)
-    if config.enable_request_id_headers:
-        wsgi = RequestId(wsgi)
-    wsgi = DrainMiddleware(wsgi, drain)
+    wsgi = DrainMiddleware(_header_layers(api, config), drain)
+    # A healthy /health, a ready /ready: answered here, through the same header layers.
+    wsgi = ProbeFastPath(wsgi, _header_layers(empty_200, config), state, drain)
     # Outermost, so that every layer (the drain's probe paths too) sees the path without it.
     return RootPath(wsgi, config.root_path) if config.root_path else wsgi
+
+
+def _header_layers(app: Callable, config: Config) -> Callable:
+    """As vLLM stacks them: request ids outside, then (auth, inside Falcon) CORS."""
+    wsgi: Callable = Cors(app, list(config.allowed_origins), list(config.allowed_methods),
+                          list(config.allowed_headers), config.allow_credentials)
+    if config.enable_request_id_headers:
+        wsgi = RequestId(wsgi)
+    return wsgi
 
 
 def _route_template(app: falcon.App, path: str) -> str | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import falcon
 
 from base import jsonio
-from base.errors import EngineStalled, EngineUnavailable
+from base.errors import ApiError, EngineStalled, EngineUnavailable
 from runtime.request_pool import get_pool
 from runtime.state import WorkerState
 
@@ -27,17 +27,29 @@ class HealthResource:
         self._liveness_timeout = state.config.engine_stall_liveness_timeout
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        client = self._state.client
-        if client is None:
-            raise EngineUnavailable("The engine core has not registered yet.")
-        client.check_available()  # dead, not registered, or every engine stalled: its 503
-        if client.stalled_ranks and self._liveness_timeout:
-            silent = client.stalled_for()
-            if silent >= self._liveness_timeout:
-                raise EngineStalled(f"An engine has been stalled for {silent:.0f} s (over "
-                                    f"{self._liveness_timeout:g} s): restart the deployment.")
+        error = health_error(self._state, self._liveness_timeout)
+        if error is not None:
+            raise error
         resp.status = falcon.HTTP_200
         resp.data = b""
+
+
+def health_error(state: WorkerState, liveness_timeout: float) -> ApiError | None:
+    """Why ``/health`` answers 503 now, or None for its 200 (``HealthResource``; the probe fast
+    path, ``middleware.probes``, asks the same)."""
+    client = state.client
+    if client is None:
+        return EngineUnavailable("The engine core has not registered yet.")
+    try:
+        client.check_available()  # dead, not registered, or every engine stalled: its 503
+    except ApiError as error:
+        return error
+    if client.stalled_ranks and liveness_timeout:
+        silent = client.stalled_for()
+        if silent >= liveness_timeout:
+            return EngineStalled(f"An engine has been stalled for {silent:.0f} s (over "
+                                 f"{liveness_timeout:g} s): restart the deployment.")
+    return None
 
 
 class ReadyResource:

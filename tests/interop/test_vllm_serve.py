@@ -16,7 +16,7 @@ import requests
 from tests.support.processes import alive, cmdline
 from tests.interop.peers import (WORKER_COUNTS, descendants, requires_peers,
                                  serve_with_greenfront, serve_with_python_frontend)
-from tests.support.normalize import normalized
+from tests.support.normalize import first_equal, normalized
 from tests.support.raw_http import open_stream
 
 pytestmark = requires_peers
@@ -78,10 +78,11 @@ def test_greedy_bodies_match_vllms_python_frontend(stacks, path, body):
 def test_greedy_streams_match_vllms_python_frontend(stacks, path, body):
     ours, theirs = stacks
     body = dict(body, stream=True, stream_options={"include_usage": True})
-    a = requests.post(ours.url + path, json=body, timeout=120)
-    b = requests.post(theirs.url + path, json=body, timeout=120)
-    assert _normalized(a.content) == _normalized(b.content)
-    assert a.content.endswith(b"data: [DONE]\n\n")
+    a, b = first_equal(
+        lambda: _normalized(requests.post(ours.url + path, json=body, timeout=120).content),
+        lambda: _normalized(requests.post(theirs.url + path, json=body, timeout=120).content))
+    assert a == b
+    assert a.endswith(b"data: [DONE]\n\n")
 
 
 def test_openai_client_sees_the_same_text(stacks):
