@@ -15,8 +15,8 @@ import falcon
 from resources.request_body import read_json
 from base.errors import ApiError, InvalidRequest, in_envelope
 from resources.common.beam import beam_state
-from resources.common.output import RequestState
-from resources.common.sse import error_event
+from streaming.output import RequestState
+from streaming.sse import error_event
 from resources.request_headers import apply_request_headers
 from runtime.cancellation import CANCEL_KEY, Cancellation
 from runtime.state import WorkerState

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 #: One step's logprobs of one beam: ``{token_id: (logprob, rank)}`` in the engine's order
-#: (``resources.common.logprobs.Position``).
+#: (``streaming.logprobs.Position``).
 Position = dict
 
 

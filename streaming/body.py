@@ -10,48 +10,18 @@ Runs on: the HTTP hub (gunicorn iterates the stream; the offload driver resolves
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator
 
 from base.errors import ApiError, in_envelope
 from runtime.cancellation import Cancellation
 from streaming.error_response import http_parts, status_line
+from streaming.output import ChoiceDelta, OutputState
+from streaming.stream_renderer import StreamRenderer
 from streaming.submit import Generation
 
 log = logging.getLogger("greenfront.body")
 #: vLLM's SSE keep-alive comment (``--sse-keep-alive-interval``).
 KEEP_ALIVE = b": keep-alive\n\n"
-
-
-class Delta(Protocol):
-    """What one output changed in a choice (``resources.common.output.ChoiceDelta``)."""
-
-    #: the choice ended here (a stop string) while its engine request still runs
-    abort_engine: bool
-
-
-class OutputState(Protocol):
-    """A request's output state: detokenization, stop strings, usage
-    (``resources.common.output.RequestState`` and the endpoints' variants)."""
-
-    @property
-    def all_finished(self) -> bool:
-        """Every choice has finished."""
-
-    def add(self, index: int, output: Any, frames: list | None = None) -> Delta | None:
-        """Apply one engine output to choice ``index``; None when there is nothing to show.
-
-        Raises:
-            ApiError: the engine failed the request (finish reason ``error``)."""
-
-
-class StreamRenderer(Protocol):
-    """Renders SSE chunks (``resources/<endpoint>/render.py``)."""
-
-    def chunk(self, index: int, delta: Any, state: Any) -> bytes:
-        """The chunk(s) of one delta of choice ``index``."""
-
-    def final_chunks(self, state: Any) -> bytes:
-        """What follows the last delta: usage, ``[DONE]``."""
 
 
 class _Pump:
@@ -69,7 +39,8 @@ class _Pump:
         #: the last ``step`` waited ``timeout`` seconds and nothing came
         self.idle = False
 
-    def step(self, on_delta: Callable[[int, Delta], None], timeout: float | None = None) -> bool:
+    def step(self, on_delta: Callable[[int, ChoiceDelta], None],
+             timeout: float | None = None) -> bool:
         """Wait (at most ``timeout`` seconds) for outputs, apply them; False once there is
         nothing more to wait for."""
         generation = self.generation
@@ -205,7 +176,7 @@ class DeferredBody:
         self._generation.abort()
 
 
-def _ignore(index: int, delta: Delta) -> None:
+def _ignore(index: int, delta: ChoiceDelta) -> None:
     pass
 
 #: The pump a non-HTTP body (the gRPC services, rpc/inference) drives the same way.

@@ -10,31 +10,15 @@ the HTTP hub.
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol, Sequence
+from typing import Any
 
 from engine.admission import Group
 from engine.client import EngineClient
-from engine.protocol import EngineCoreRequest, SamplingParams
+from engine.protocol import EngineCoreRequest
 from engine.stream import RequestStream, Waker
 from base.errors import ApiError
 from runtime.cancellation import Cancellation
-
-
-class PreparedChoice(Protocol):
-    """One choice to submit (``resources.common.prepared.PreparedChoice``)."""
-
-    external_req_id: str
-    prompt_token_ids: list[int]
-    sampling_params: SamplingParams
-
-
-class Prepared(Protocol):
-    """What ``start_generation`` reads of a ``resources.common.prepared.PreparedRequest``."""
-
-    choices: Sequence[PreparedChoice]
-    lora_request: Any
-    cache_salt: str | None
-    priority: int
+from streaming.prepared import PooledRequest, PreparedRequest
 
 
 class ClientGone(Exception):
@@ -74,7 +58,7 @@ class Generation:
             self.client.abort(ids)
 
 
-def start_generation(prepared: Prepared, client: EngineClient,
+def start_generation(prepared: PreparedRequest | PooledRequest, client: EngineClient,
                      cancel: Cancellation | None = None,
                      data_parallel_rank: int | None = None) -> Generation:
     """Submit every choice of ``prepared``; on any failure nothing is left running."""

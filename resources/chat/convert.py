@@ -20,7 +20,7 @@ from resources.chat.forwarded_ids import forwarded_prompt_ids
 from resources.chat.parsing import ChatParsing
 from resources.common.beam import beam_plan
 from resources.common.fields import parse_struct, require_object
-from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
+from streaming.prepared import PreparedChoice, PreparedRequest, now, response_id
 from resources.common.prompts import check_length, check_not_empty, make_rule, tokenize_texts
 from resources.common.sampling import build_sampling_params, fan_out, max_tokens_for, usage_flags
 from runtime.serving_context import ServingContext

@@ -18,19 +18,19 @@ from typing import Any
 
 from base.jsonio import dumps
 from runtime.serving_context import ServingContext
-from resources.common.request_metrics import request_metrics
-from resources.common.logprobs import chat_logprobs, prompt_logprobs_json
-from resources.common.output import ChoiceDelta, RequestState
-from resources.common.prepared import PreparedRequest
-from resources.common.sse import frame
-from resources.common.stream_renderer import StreamRenderer
+from streaming.request_metrics import request_metrics
+from streaming.logprobs import chat_logprobs, prompt_logprobs_json
+from streaming.output import ChoiceDelta, RequestState
+from streaming.prepared import PreparedRequest
+from streaming.sse import frame
+from streaming.stream_renderer import ChunkStreamRenderer
 from text.tool_parsers.ids import new_call_id
 from resources.chat.parsing import ChoiceParser, delta_json
 
 CHUNK_OBJECT = "chat.completion.chunk"
 
 
-class ChatStreamRenderer(StreamRenderer):
+class ChatStreamRenderer(ChunkStreamRenderer):
     """Turns ``ChoiceDelta``s of one streamed chat completion into SSE frames."""
 
     OBJECT = CHUNK_OBJECT

@@ -12,11 +12,12 @@ from typing import Any
 
 from base.jsonio import dumps
 from resources.pooled import types
-from resources.pooled.convert import PooledRequest, build, parse_body, pooling_params
+from resources.pooled.convert import build, parse_body, pooling_params
 from resources.pooled.output import PooledState
 from resources.pooled.resource import PooledResource
 from runtime.served_tasks import num_labels
 from runtime.serving_context import ServingContext
+from streaming.prepared import PooledRequest
 
 ACTIVATION = [("use_activation", types.EMBED[1][1], None)]
 COMPLETION = types.table(types.BASIC, types.COMPLETION, ACTIVATION)

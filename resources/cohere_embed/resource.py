@@ -19,10 +19,11 @@ from resources.common.fields import (add_error, collect_fields, require_object, 
                                      v_list, v_literal, v_nullable, v_str, validation_error)
 from resources.embeddings.resource import check_dimensions
 from resources.pooled import types
-from resources.pooled.convert import PooledRequest, build, pooling_params
+from resources.pooled.convert import build, pooling_params
 from resources.pooled.output import PooledState
 from resources.pooled.resource import PooledResource
 from runtime.serving_context import ServingContext
+from streaming.prepared import PooledRequest
 
 FIELDS = [
     ("model", v_nullable(v_str()), None),

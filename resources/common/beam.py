@@ -24,8 +24,8 @@ from base.errors import InvalidRequest
 from engine.protocol import SamplingParams
 from engine.request_stats import RequestTiming
 from runtime.serving_context import ServingContext
-from resources.common.output import RequestState
-from resources.common.prepared import PreparedChoice, PreparedRequest
+from streaming.output import RequestState
+from streaming.prepared import PreparedChoice, PreparedRequest
 from resources.common.sampling_rules import SamplingValues, check_engine_side, settle_like_vllm
 from streaming.beam_search import Beam, BeamSearch, BeamSettings
 
@@ -98,7 +98,7 @@ def beam_plan(f: Any, ctx: ServingContext, n: int, budgets: list[int]) -> BeamPl
 
 
 class BeamChoiceState:
-    """One returned beam as the renderers read a choice (``resources.common.output.ChoiceState``'s
+    """One returned beam as the renderers read a choice (``streaming.output.ChoiceState``'s
     attributes): text decoded whole from its tokens (vLLM decodes beams with
     ``tokenizer.decode``), no prompt logprobs, no cache figures."""
 

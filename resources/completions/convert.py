@@ -14,7 +14,7 @@ from typing import Any
 from base.errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.fields import parse_struct, require_object
-from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
+from streaming.prepared import PreparedChoice, PreparedRequest, now, response_id
 from resources.common.beam import beam_plan
 from resources.common.prompts import (check_not_empty, make_rule, tokenize_ids, tokenize_texts)
 from resources.common.sampling import (build_sampling_params, fan_out, max_tokens_for,

@@ -13,17 +13,17 @@ from __future__ import annotations
 from typing import Any
 
 from base.jsonio import dumps
-from resources.common.request_metrics import request_metrics
-from resources.common.logprobs import completion_logprobs, prompt_logprobs_json
-from resources.common.output import ChoiceDelta, RequestState
-from resources.common.prepared import PreparedRequest
-from resources.common.sse import frame
-from resources.common.stream_renderer import StreamRenderer
+from streaming.request_metrics import request_metrics
+from streaming.logprobs import completion_logprobs, prompt_logprobs_json
+from streaming.output import ChoiceDelta, RequestState
+from streaming.prepared import PreparedRequest
+from streaming.sse import frame
+from streaming.stream_renderer import ChunkStreamRenderer
 
 OBJECT = "text_completion"
 
 
-class CompletionStreamRenderer(StreamRenderer):
+class CompletionStreamRenderer(ChunkStreamRenderer):
     """Turns ``ChoiceDelta``s of one streamed completion into SSE frames."""
 
     OBJECT = OBJECT

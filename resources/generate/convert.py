@@ -21,7 +21,7 @@ from engine.protocol import SamplingParams, SamplingParamsError, validate_sampli
 from base.errors import InvalidRequest
 from runtime.serving_context import ServingContext
 from resources.common.fields import require_object
-from resources.common.prepared import PreparedChoice, PreparedRequest, now, response_id
+from streaming.prepared import PreparedChoice, PreparedRequest, now, response_id
 from resources.common.prompts import check_vocab
 from resources.common.sampling import build_sampling_params, fan_out
 from resources.common.sampling_rules import check_engine_side

@@ -28,10 +28,11 @@ from typing import Any, Callable, Sequence
 
 from base.jsonio import dumps
 from runtime.serving_context import ServingContext
-from resources.common.logprobs import FLOOR, Position, decoded, prompt_logprobs_json, python_float
-from resources.common.output import ChoiceDelta, ChoiceState, RequestState
-from resources.common.prepared import PreparedRequest
-from resources.common.sse import DONE, frame
+from streaming.logprobs import FLOOR, Position, decoded, prompt_logprobs_json, python_float
+from streaming.output import ChoiceDelta, ChoiceState, RequestState
+from streaming.prepared import PreparedRequest
+from streaming.sse import DONE, frame
+from streaming.stream_renderer import StreamRenderer
 
 
 class _TokenIds:
@@ -138,7 +139,7 @@ def generate_logprobs(token_ids: Sequence[int], positions: Sequence[Position | N
     return {"content": content}
 
 
-class GenerateStreamRenderer:
+class GenerateStreamRenderer(StreamRenderer):
     """Turns ``ChoiceDelta``s of one streamed /generate request into SSE frames."""
 
     def __init__(self, prepared: PreparedRequest, ctx: ServingContext) -> None:

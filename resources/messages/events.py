@@ -21,8 +21,9 @@ from typing import Any
 from base.errors import ApiError
 from base.jsonio import dumps
 from resources.chat.parsing import ChoiceParser
-from resources.common.output import ChoiceDelta, RequestState
-from resources.common.prepared import PreparedRequest
+from streaming.output import ChoiceDelta, RequestState
+from streaming.prepared import PreparedRequest
+from streaming.stream_renderer import StreamRenderer
 from resources.messages.render import anthropic_usage, signature, stop_reason
 from runtime.serving_context import ServingContext
 
@@ -131,7 +132,7 @@ class BlockEvents:
         return self.tool_used and _is_json("".join(self.last_arguments))
 
 
-class MessagesStreamRenderer:
+class MessagesStreamRenderer(StreamRenderer):
     """Turns the deltas of one streamed message into Anthropic events."""
 
     def __init__(self, prepared: PreparedRequest, ctx: ServingContext) -> None:

@@ -25,7 +25,7 @@ from base.errors import ApiError, InvalidRequest, in_envelope
 from base.jsonio import dumps
 from resources.chat.convert import (chat_prompt_ids, parse_chat, prepare_parsed_chat,
                                     render_prompt)
-from resources.common.prepared import PreparedRequest
+from streaming.prepared import PreparedRequest
 from resources.messages import types
 from resources.messages.convert import chat_body
 from resources.messages.validate import EFFORTS

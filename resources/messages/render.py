@@ -18,8 +18,8 @@ from typing import Any
 from base.jsonio import dumps
 from resources.chat.parsing import ChoiceParser
 from resources.chat.render import final_message
-from resources.common.output import RequestState
-from resources.common.prepared import PreparedRequest
+from streaming.output import RequestState
+from streaming.prepared import PreparedRequest
 
 
 def anthropic_usage(usage: dict[str, Any] | None) -> dict[str, Any]:

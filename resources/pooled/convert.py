@@ -12,7 +12,6 @@ Runs on: request pool threads.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 from base.errors import InvalidRequest, ModelNotFound
@@ -20,36 +19,11 @@ from engine.protocol import LoRARequest, PoolingParams
 from resources.chat.convert import render_prompt
 from resources.chat.validate import check_template_trust
 from resources.common.fields import collect_fields, require_object, validation_error
+from streaming.prepared import PooledItem, PooledRequest
 from resources.common.prompts import (TruncationRule, check_not_empty, tokenize_ids,
                                       tokenize_texts)
 from resources.tokenize.types import TokenizeChatRequest
 from runtime.serving_context import ServingContext
-
-
-@dataclass
-class PooledItem:
-    """One input: one engine request."""
-
-    external_req_id: str
-    prompt_token_ids: list[int]
-    pooling_params: PoolingParams
-
-
-@dataclass
-class PooledRequest:
-    """What ``streaming.submit.start_generation`` submits for a pooling request."""
-
-    request_id: str
-    model: str
-    choices: list[PooledItem]
-    fields: dict[str, Any]
-    lora_request: LoRARequest | None = None
-    cache_salt: str | None = None
-    priority: int = 0
-    session_id: str | None = None
-    reasoning_ended: bool | None = None
-    reasoning_parser_kwargs: dict | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def parse_body(body: Any, completion: list, chat: list | None) -> tuple[dict[str, Any], bool]:

@@ -17,13 +17,14 @@ from typing import Any
 from base.errors import InvalidRequest, ServerError
 from engine.protocol import FinishReason
 from engine.protocol.ndarray import ndarray_to_list
+from streaming.output import OutputState
 
 #: vLLM's ``embed_dtype`` names greenfront writes, as ``struct`` codes.
 _DTYPES = {"float32": "f", "float16": "e"}
 _ORDER = {"little": "<", "big": ">", "native": "<" if sys.byteorder == "little" else ">"}
 
 
-class PooledState:
+class PooledState(OutputState):
     """One vector (or score list) per input, and the prompt tokens they took."""
 
     def __init__(self, prompt_lengths: list[int]) -> None:

@@ -15,13 +15,13 @@ import falcon
 
 from resources.common.fields import fields_schema
 from resources.generate_resource import _dp_rank
-from resources.pooled.convert import PooledRequest
 from resources.pooled.output import PooledState
 from resources.request_body import read_json
 from runtime.cancellation import CANCEL_KEY, Cancellation
 from runtime.serving_context import ServingContext
 from runtime.state import WorkerState
 from streaming.body import DeferredBody
+from streaming.prepared import PooledRequest
 from streaming.submit import ClientGone, start_generation
 
 

@@ -11,11 +11,12 @@ from typing import Any
 from base.errors import InvalidRequest
 from base.jsonio import dumps
 from resources.pooled import types
-from resources.pooled.convert import PooledRequest, build, parse_body, pooling_params
+from resources.pooled.convert import build, parse_body, pooling_params
 from resources.pooled.output import PooledState, check_encoding, encode
 from resources.pooled.resource import PooledResource
 from runtime.served_tasks import served_tasks
 from runtime.serving_context import ServingContext
+from streaming.prepared import PooledRequest
 
 COMPLETION = types.table(types.BASIC, types.COMPLETION, types.ENCODING, types.EMBED, types.TASK)
 CHAT = types.table(types.BASIC, types.CHAT, types.ENCODING, types.EMBED, types.TASK)

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from base.errors import InvalidRequest
 from resources.chat.convert import prepare_chat
 from resources.common.fields import add_error, require_object, validation_error
-from resources.common.prepared import PreparedRequest, random_request_id
+from streaming.prepared import PreparedRequest, random_request_id
 from resources.responses import items as conv
 from resources.responses.shell import response_shell
 from runtime.serving_context import ServingContext

@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 from base.jsonio import dumps
 from resources.chat.parsing import ChoiceParser
-from resources.common.output import ChoiceDelta, RequestState
+from streaming.output import ChoiceDelta, RequestState
+from streaming.stream_renderer import StreamRenderer
 from resources.responses.render import (call_item, item_id, message_item, reasoning_item,
                                         status_of, usage_of)
 from resources.responses.shell import response_object
@@ -29,7 +30,7 @@ def event(kind: str, body: dict) -> bytes:
     return b"event: " + kind.encode() + b"\ndata: " + dumps(body) + b"\n\n"
 
 
-class ResponsesStreamRenderer:
+class ResponsesStreamRenderer(StreamRenderer):
     """Turns one request's ``ChoiceDelta``s into Responses events."""
 
     def __init__(self, prepared: Any, ctx: ServingContext) -> None:

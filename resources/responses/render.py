@@ -13,8 +13,8 @@ from typing import Any
 
 from base.jsonio import dumps
 from resources.chat.parsing import ChoiceParser
-from resources.common.output import RequestState
-from resources.common.prepared import random_request_id
+from streaming.output import RequestState
+from streaming.prepared import random_request_id
 from resources.responses.shell import response_object, usage_json
 from text.tool_parsers.ids import new_call_id
 

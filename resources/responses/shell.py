@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from resources.common.prepared import PreparedRequest
+from streaming.prepared import PreparedRequest
 from resources.responses.items import echoed_tool
 
 

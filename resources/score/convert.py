@@ -18,9 +18,10 @@ from base.errors import InvalidRequest
 from resources.common.fields import (MISSING, collect_fields, require_object, v_dict, v_int,
                                      v_list, v_nullable, v_str, v_union, validation_error)
 from resources.pooled import types
-from resources.pooled.convert import PooledRequest, build, check_common, pooling_params
+from resources.pooled.convert import build, check_common, pooling_params
 from resources.pooled.output import PooledState
 from runtime.serving_context import ServingContext
+from streaming.prepared import PooledRequest
 
 SCORE_INPUT = v_union(v_str(), v_dict(), v_list(v_union(v_str(), v_dict())))
 ACTIVATION = [("use_activation", types.EMBED[1][1], None)]

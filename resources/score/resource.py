@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from base.jsonio import dumps
-from resources.pooled.convert import PooledRequest
 from resources.pooled.output import PooledState
 from resources.pooled.resource import PooledResource
 from resources.score.convert import (RERANK, SCORE_TABLES, parse_rerank, parse_score,
                                      prepare_scoring, scores)
 from runtime.served_tasks import served_tasks
 from runtime.serving_context import ServingContext
+from streaming.prepared import PooledRequest
 
 
 class ScoreResource(PooledResource):

@@ -23,7 +23,7 @@ from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
-from resources.common.prepared import PreparedRequest
+from streaming.prepared import PreparedRequest
 from resources.generate.convert import ID_PREFIX, prepare_generate
 from rpc.proto import inference_pb2 as pb
 from rpc.status import Code, RpcError

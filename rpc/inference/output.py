@@ -17,8 +17,8 @@ from typing import Any, Iterator
 
 from google.protobuf.struct_pb2 import Struct
 
-from resources.common.logprobs import Position
-from resources.common.output import ChoiceDelta
+from streaming.logprobs import Position
+from streaming.output import ChoiceDelta
 from resources.generate.render import GenerateState
 from rpc.proto import inference_pb2 as pb
 

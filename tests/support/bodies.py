@@ -11,8 +11,8 @@ import gevent
 
 from engine.protocol import EngineCoreOutput
 from engine.stream import RequestStream, Waker
-from resources.common.output import RequestState
-from resources.common.sse import error_event
+from streaming.output import RequestState
+from streaming.sse import error_event
 from runtime.cancellation import Cancellation
 from streaming.body import DeferredBody, StreamingBody
 from streaming.submit import Generation

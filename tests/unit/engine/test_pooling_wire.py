@@ -101,7 +101,7 @@ def _gathered(kind: str, prefix: str) -> PooledState:
     ("rerank", "score-cross-11", "cross-encoder", 1),
 ])
 def test_scores_from_real_outputs_equal_vllms(kind, label, score_type, queries):
-    from resources.pooled.convert import PooledRequest
+    from streaming.prepared import PooledRequest
     from resources.score.convert import scores
     case = next(c for c in _lines(f"http-{kind}.jsonl") if c["request"]["request_id"] == f"fx-{label}")
     state = _gathered(kind, f"score-fx-{label}-")

@@ -11,7 +11,7 @@ from base.errors import ServerError
 from base.jsonio import dumps
 from resources.chat import prepare_chat
 from resources.chat.render import render_chat_response
-from resources.common.output import RequestState
+from streaming.output import RequestState
 from resources.completions import prepare_completion
 from resources.completions.render import render_completion_response
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from engine.protocol import EngineCoreOutput, LogprobsTensors, encode_ndarray
 from resources.chat import prepare_chat
 from resources.chat.render import render_chat_response
-from resources.common.output import RequestState
-from resources.common.sse import error_event
+from streaming.output import RequestState
+from streaming.sse import error_event
 from base.errors import ServerError
 from tests.support.normalize import normalized_text
 

@@ -2,7 +2,8 @@
 
 ``prepare_completion``/``prepare_chat`` return a ``PreparedRequest``; each of its ``choices`` is
 one engine request (a prompt times one of its ``n`` samples), with the wire ``SamplingParams``
-filled in completely and the frontend-only options the detokenizer and renderers need.
+filled in completely and the frontend-only options the detokenizer and renderers need. A pooling
+endpoint's converter returns a ``PooledRequest`` (one engine request per input) instead.
 Nothing here is mutated after conversion, so it may cross from the request pool to the HTTP hub.
 
 Runs on: built on request pool threads; read on the HTTP hub.
@@ -12,10 +13,10 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from engine.protocol import LoRARequest, SamplingParams
+from engine.protocol import LoRARequest, PoolingParams, SamplingParams
 
 
 #: Request-id randomness (ids are not secrets; random.Random is seeded from os.urandom).
@@ -163,3 +164,30 @@ class PreparedRequest:
     chat_parsing: Any = None
     output_mode: str | None = None
     beam: Any = None
+
+
+@dataclass
+class PooledItem:
+    """One input: one engine request."""
+
+    external_req_id: str
+    prompt_token_ids: list[int]
+    pooling_params: PoolingParams
+
+
+@dataclass
+class PooledRequest:
+    """A converted pooling request (``resources/pooled/convert.py`` builds it): what
+    ``streaming.submit.start_generation`` submits, one engine request per input."""
+
+    request_id: str
+    model: str
+    choices: list[PooledItem]
+    fields: dict[str, Any]
+    lora_request: LoRARequest | None = None
+    cache_salt: str | None = None
+    priority: int = 0
+    session_id: str | None = None
+    reasoning_ended: bool | None = None
+    reasoning_parser_kwargs: dict | None = None
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,4 +1,6 @@
-"""What the completions and chat stream renderers share: the chunk head and the closing frames.
+"""The stream renderers' bases: ``StreamRenderer``, what a streaming body calls
+(``resources/<endpoint>/render.py`` subclass it), and ``ChunkStreamRenderer``, what the
+completions and chat renderers share: the chunk head and the closing frames.
 
 Runs on: the HTTP hub.
 """
@@ -7,14 +9,27 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.serving_context import ServingContext
-from resources.common.output import RequestState
-from resources.common.prepared import PreparedRequest
-from resources.common.request_metrics import stream_metrics
-from resources.common.sse import DONE, frame
+from streaming.output import RequestState
+from streaming.prepared import PreparedRequest
+from streaming.request_metrics import stream_metrics
+from streaming.sse import DONE, frame
 
 
 class StreamRenderer:
-    """Base of the per-endpoint stream renderers; subclasses set ``OBJECT`` and ``chunk``."""
+    """What ``streaming.body.StreamingBody`` calls: one endpoint's SSE chunks of one request."""
+
+    def chunk(self, index: int, delta: Any, state: Any) -> bytes:
+        """The chunk(s) of one delta of choice ``index`` (b"" for none)."""
+        raise NotImplementedError
+
+    def final_chunks(self, state: Any) -> bytes:
+        """What follows the last delta: usage, ``[DONE]``."""
+        raise NotImplementedError
+
+
+class ChunkStreamRenderer(StreamRenderer):
+    """Base of the OpenAI chunk renderers (completions, chat); subclasses set ``OBJECT`` and
+    ``chunk``."""
 
     OBJECT = ""
 

@@ -19,9 +19,9 @@ from typing import Any, Sequence
 from engine.protocol import FinishReason, finish_reason_str
 from base.errors import engine_request_error
 from runtime.serving_context import ServingContext
-from resources.common.logprobs import (Namer, Position, chat_logprobs, completion_logprobs,
+from streaming.logprobs import (Namer, Position, chat_logprobs, completion_logprobs,
                                        positions_from)
-from resources.common.prepared import PreparedChoice, PreparedRequest
+from streaming.prepared import PreparedChoice, PreparedRequest
 from text.detokenizer import IncrementalDetokenizer
 
 
@@ -50,6 +50,25 @@ class ChoiceDelta:
     abort_engine: bool
     first: bool
     completion_tokens: int
+
+
+class OutputState:
+    """What a body fills with engine outputs (``streaming.body``): ``RequestState`` below for
+    generation, ``resources.pooled.output.PooledState`` for pooling. A base class, not a
+    ``Protocol``: the implementations subclass it."""
+
+    @property
+    def all_finished(self) -> bool:
+        """Every choice has finished."""
+        raise NotImplementedError
+
+    def add(self, index: int, output: Any, frames: Sequence[Any] | None = None
+            ) -> ChoiceDelta | None:
+        """Apply one engine output to choice ``index``; None when there is nothing to show.
+
+        Raises:
+            ApiError: the engine failed the request (finish reason ``error``)."""
+        raise NotImplementedError
 
 
 class ChoiceState:
@@ -95,7 +114,7 @@ class ChoiceState:
         return self.detokenizer.get_next_output_text(True, False)
 
 
-class RequestState:
+class RequestState(OutputState):
     """All choices of one request.
 
     Args:

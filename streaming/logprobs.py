@@ -16,7 +16,7 @@ Logprobs are clamped at -9999.0. Tokens are decoded one id at a time with specia
 Not reproduced: vLLM's correction of decoded tokens that end in U+FFFD (it re-decodes them with
 preceding context); docs/text-parity.md leaves that behaviour unspecified.
 
-Called by: ``resources.common.output`` and the renderers.
+Called by: ``streaming.output`` and the renderers.
 Runs on: the HTTP hub (small per-token work; decoded strings are cached per tokenizer).
 """
 from __future__ import annotations
