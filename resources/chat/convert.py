@@ -276,11 +276,7 @@ def prepare_parsed_chat(f: types.ChatRequest, ctx: ServingContext, *,
                                stream=stream)
     check_not_empty(ids)
 
-    role = ctx.response_role if f.add_generation_prompt else f.messages[-1].get("role")
-    echo_content = ""
-    if f.echo and conversation and conversation[-1].get("role") == role:
-        echo_content = conversation[-1].get("content") or ""
-    request_id = response_id("chatcmpl-", f.request_id, header_request_id)
+    role, echo_content, request_id = _role_echo_id(f, ctx, conversation, header_request_id)
     choices = [PreparedChoice(
         index=i, prompt_index=0, external_req_id=f"{i}_{request_id}" if n > 1 else request_id,
         prompt_token_ids=ids, prompt_text=None, sampling_params=child)
@@ -298,6 +294,17 @@ def prepare_parsed_chat(f: types.ChatRequest, ctx: ServingContext, *,
         reasoning_parser_kwargs=reasoning_kwargs)
 
 
+def _role_echo_id(f: types.ChatRequest, ctx: ServingContext, conversation: list[dict],
+                  header_request_id: str | None) -> tuple[str, Any, str]:
+    """The response's role, the content ``echo`` repeats (the last message's, when it has that
+    role) and the response id: the same for a sampled and a beam-search chat."""
+    role = ctx.response_role if f.add_generation_prompt else f.messages[-1].get("role")
+    echo_content = ""
+    if f.echo and conversation and conversation[-1].get("role") == role:
+        echo_content = conversation[-1].get("content") or ""
+    return role, echo_content, response_id("chatcmpl-", f.request_id, header_request_id)
+
+
 def _beam_chat(f: types.ChatRequest, ctx: ServingContext, ids: list[int], requested: int | None,
                logprobs: int | None, conversation: list[dict], prompt_text: str | None,
                header_request_id: str | None, lora: Any, parsing: Any,
@@ -310,11 +317,7 @@ def _beam_chat(f: types.ChatRequest, ctx: ServingContext, ids: list[int], reques
     n = 1 if f.n is None else f.n
     plan = beam_plan(f, ctx, n, [max_tokens_for(ctx, requested, len(ids))])
     check_not_empty(ids)
-    role = ctx.response_role if f.add_generation_prompt else f.messages[-1].get("role")
-    echo_content = ""
-    if f.echo and conversation and conversation[-1].get("role") == role:
-        echo_content = conversation[-1].get("content") or ""
-    request_id = response_id("chatcmpl-", f.request_id, header_request_id)
+    role, echo_content, request_id = _role_echo_id(f, ctx, conversation, header_request_id)
     choice = PreparedChoice(index=0, prompt_index=0, external_req_id=request_id,
                             prompt_token_ids=ids, prompt_text=None,
                             sampling_params=plan.step_params)
