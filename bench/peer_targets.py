@@ -1,9 +1,9 @@
-"""Issue 11's targets: greenfront beside vLLM's Rust frontend in the same run.
+"""Issues 11's and 26's targets: greenfront beside vLLM's Rust frontend in the same run.
 
 ``peer_targets(results)`` judges what the side-by-side phases can show (run with
 ``--vllm-peers rust[,greenfront,...]``): streaming with greenfront's default configuration
-(tokens/s ≥ the Rust frontend's, TTFT p50 ≤ 1.2× its, ``/health`` p99.9 ≤ its), and long prompts
-and ``/tokenize`` (throughput ≥ 1.5× its, ``/health`` p50, p99 and p99.9 each ≤ its). The same
+(issue 26: tokens/s ≥ the Rust frontend's, TTFT p50 ≤ 1.5× its, ``/health`` p99.9 ≤ its,
+server CPU per 1k streamed tokens ≤ 1.25× its), and long prompts and ``/tokenize`` (throughput ≥ 1.5× its, ``/health`` p50, p99 and p99.9 each ≤ its). The same
 comparisons are given for greenfront launched by ``vllm serve`` (each ``--serve-workers``
 column) as information. Whether 2 workers under ``vllm serve`` both serve with unchanged greedy
 outputs is not a benchmark figure: ``make interop``'s drop-in tests check it.
@@ -13,6 +13,8 @@ Runs on: the benchmark orchestrator process (report rendering).
 from __future__ import annotations
 
 from typing import Any, Callable
+
+from bench.stats import cpu_per_1k_tokens
 
 RUST = "vllm-rust"
 HEALTH_QUANTILES = ("p50", "p99", "p99.9")
@@ -46,9 +48,13 @@ def _stream(add: Add, name: str, gf: dict[str, Any], rs: dict[str, Any], judge: 
         f"{g['tokens_per_s']:,.0f} vs {r['tokens_per_s']:,.0f} "
         f"({g['tokens_per_s'] / max(r['tokens_per_s'], 1e-9):.2f}×)", ok if judge else None)
     gt, rt = g["ttft_ms"]["p50"], r["ttft_ms"]["p50"]
-    add(f"{name}, stream: TTFT p50 ≤ 1.2× the Rust frontend's", "≤ 1.2×",
+    add(f"{name}, stream: TTFT p50 ≤ 1.5× the Rust frontend's", "≤ 1.5×",
         f"{gt:.0f} vs {rt:.0f} ms ({gt / max(rt, 1e-9):.2f}×)",
-        (gt <= 1.2 * rt) if judge else None)
+        (gt <= 1.5 * rt) if judge else None)
+    gc, rc = cpu_per_1k_tokens(gf), cpu_per_1k_tokens(rs)
+    if gc is not None and rc is not None:
+        add(f"{name}, stream: server CPU per 1k tokens ≤ 1.25× the Rust frontend's", "≤ 1.25×",
+            f"{gc:.1f} vs {rc:.1f} ms ({gc / rc:.2f}×)", (gc <= 1.25 * rc) if judge else None)
     gh, rh = gf["health"]["latency_ms"]["p99.9"], rs["health"]["latency_ms"]["p99.9"]
     add(f"{name}, stream: /health p99.9 ≤ the Rust frontend's", "≤ 1.0×",
         f"{gh:.1f} vs {rh:.1f} ms", (gh <= rh) if judge else None)
@@ -67,7 +73,7 @@ def _long(add: Add, name: str, scenario: str, gf: dict[str, Any], rs: dict[str, 
 
 
 def peer_targets(results: dict[str, Any], add: Add) -> None:
-    """Add issue 11's rows (nothing when the run had no Rust frontend column)."""
+    """Add issues 11's and 26's rows (nothing when the run had no Rust frontend column)."""
     by = _by_endpoint(results)
     reference = _reference(results)
     columns = ([(reference, True)] if reference else []) + [

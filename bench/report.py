@@ -19,6 +19,7 @@ from bench.peer_targets import peer_targets
 from bench.report_agents import agent_tables, agent_targets
 from bench.report_header import header, phase_id
 from bench.report_embed import embed_tables
+from bench.stats import cpu_per_1k_tokens
 
 LONG, TOKENIZE, STREAM, TOOLS, GRPC = "long", "tokenize", "stream", "stream-tools", "grpc-stream"
 
@@ -273,12 +274,6 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _tokens_cpu(p: dict[str, Any]) -> float | None:
-    """Server CPU ms per 1k streamed tokens of a streaming phase."""
-    per = _server_cpu_per(p, p["load"]["tokens_per_s"] * p["cpu_s"]["window_s"] / 1000)
-    return None if per is None else per * 1000
-
-
 def _tools_pairs(results: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """(tool-calling phase, the plain phases it is judged against). With rounds
     (``--tools-rounds``) the plain phases just before and just after it (rounds k and k + 1: the
@@ -321,7 +316,7 @@ def tools_target(results: dict[str, Any], add) -> None:
     rates = [_ratio(t["load"]["tokens_per_s"], _load_mean(ps, "tokens_per_s")) for t, ps in pairs]
     costs = []
     for t, ps in pairs:
-        cpu_t, cpu_p = _tokens_cpu(t), [_tokens_cpu(p) for p in ps]
+        cpu_t, cpu_p = cpu_per_1k_tokens(t), [cpu_per_1k_tokens(p) for p in ps]
         if cpu_t is not None and None not in cpu_p:
             costs.append(_ratio(cpu_t, _mean(cpu_p)))
     tools, plain = pairs[0]
@@ -342,8 +337,8 @@ def tools_target(results: dict[str, Any], add) -> None:
         cost = statistics.median(costs)
         cells = ", ".join(f"{c:.2f}×" for c in costs)
         detail = (f"{rounds}{cost:.2f}× (each round {cells})" if rounds
-                  else f"{cost:.2f}× ({_tokens_cpu(tools):.1f} vs "
-                       f"{_mean([_tokens_cpu(p) for p in plain]):.1f} ms)")
+                  else f"{cost:.2f}× ({cpu_per_1k_tokens(tools):.1f} vs "
+                       f"{_mean([cpu_per_1k_tokens(p) for p in plain]):.1f} ms)")
         add(f"{name}, server CPU per 1k tokens", "≤ 1.11× (tokens/s ≥ 90% when CPU-bound)",
             detail, cost <= 1 / 0.9)
 
@@ -351,7 +346,7 @@ def tools_target(results: dict[str, Any], add) -> None:
 def _targets_table(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
-    out = ["### Targets (issues 4, 8, 11, 21 and 22)", "", "| target | goal | measured | met |",
+    out = ["### Targets (issues 4, 8, 11, 21, 22 and 26)", "", "| target | goal | measured | met |",
            "|---|---|---|---|"]
     for t in rows:
         met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]

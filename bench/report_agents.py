@@ -15,6 +15,7 @@ import statistics
 from typing import Any, Callable
 
 from bench.agent_streams import CHAT_SCENARIO, MESSAGES_SCENARIO, RESPONSES_SCENARIO
+from bench.stats import cpu_per_1k_tokens
 
 Add = Callable[[str, str, str, "bool | None"], None]
 _OTHERS = ((RESPONSES_SCENARIO, "Responses"), (MESSAGES_SCENARIO, "Messages"))
@@ -35,12 +36,6 @@ def _k(v: float) -> str:
 
 def _phases(results: dict[str, Any], scenario: str) -> list[dict[str, Any]]:
     return [p for p in results["phases"] if p["scenario"] == scenario]
-
-
-def cpu_per_1k(p: dict[str, Any]) -> float | None:
-    """Server CPU ms per 1k streamed tokens (None: the server's processes are unknown)."""
-    tokens = p["load"]["tokens_per_s"] * p["cpu_s"]["window_s"]
-    return p["cpu_s"]["server"] / tokens * 1e6 if p["cpu_s"]["server"] and tokens else None
 
 
 def pairs(results: dict[str, Any], scenario: str) -> list[tuple[dict, list[dict]]]:
@@ -77,7 +72,7 @@ def agent_targets(results: dict[str, Any], add: Add) -> None:
         each = ", ".join(f"{r:.1%}" for r in rates)
         measured = (f"median of {len(rates)} rounds (each against the chat phases before and "
                     f"after it): {ratio:.1%}; rounds {each}" if len(rates) > 1 else f"{ratio:.1%}")
-        costs = _ratios(found, cpu_per_1k)
+        costs = _ratios(found, cpu_per_1k_tokens)
         if costs:
             measured += f"; server CPU per 1k tokens {statistics.median(costs):.2f}× chat's"
         if ratio < GOAL:
@@ -92,7 +87,7 @@ def _phase_rows(results: dict[str, Any]) -> list[str]:
             "| tokens/event (counted) | ended before limit | /health p99.9 | errors "
             "| server CPU ms/1k tok |"), "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for p in rows:
-        load, cpu = p["load"], cpu_per_1k(p)
+        load, cpu = p["load"], cpu_per_1k_tokens(p)
         out.append(
             f"| {p['endpoint']} {_NAMES[p['scenario']]} | {_k(load['tokens_per_s'])} "
             f"| {_ms(load['ttft_ms']['p50'])} | {_ms(load['ttft_ms']['p99'])} "
@@ -116,11 +111,11 @@ def _side_by_side(results: dict[str, Any]) -> list[str]:
         def med(f: Callable[[dict], float | None]) -> float | None:
             values = [v for v in map(f, phases) if v is not None]
             return statistics.median(values) if values else None
-        rate, cpu = med(lambda p: p["load"]["tokens_per_s"]), med(cpu_per_1k)
+        rate, cpu = med(lambda p: p["load"]["tokens_per_s"]), med(cpu_per_1k_tokens)
         found = pairs(results, scenario) if scenario != CHAT_SCENARIO else []
         r_rate = _ratios(found, lambda p: p["load"]["tokens_per_s"])
         r_health = _ratios(found, lambda p: p["health"]["latency_ms"]["p99.9"])
-        r_cpu = _ratios(found, cpu_per_1k)
+        r_cpu = _ratios(found, cpu_per_1k_tokens)
         out.append(
             f"| {name} | {_k(rate)} "
             f"| {f'{statistics.median(r_rate):.1%}' if r_rate else '—'} "

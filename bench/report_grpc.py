@@ -20,6 +20,7 @@ from typing import Any
 
 from bench import report  # its helpers, read when called (bench.report imports this module)
 from bench.peer_targets import RUST, Add
+from bench.stats import cpu_per_1k_tokens
 
 GRPC, STREAM = "grpc-stream", "stream"
 
@@ -54,7 +55,7 @@ def _rate(g: dict[str, Any], plain: list[dict[str, Any]]) -> float:
 
 
 def _cpu_ratio(g: dict[str, Any], plain: list[dict[str, Any]]) -> float | None:
-    cpu_g, cpu_p = report._tokens_cpu(g), [report._tokens_cpu(p) for p in plain]
+    cpu_g, cpu_p = cpu_per_1k_tokens(g), [cpu_per_1k_tokens(p) for p in plain]
     if cpu_g is None or None in cpu_p:
         return None
     return report._ratio(cpu_g, report._mean(cpu_p))
@@ -107,13 +108,13 @@ def _beside_rust(results: dict[str, Any], add: Add) -> None:
     add(f"{name}: /health p99.9", "information",
         f"{report._ms(ours['health']['latency_ms']['p99.9'])} vs "
         f"{report._ms(rust['health']['latency_ms']['p99.9'])}", None)
-    cg, cr = report._tokens_cpu(ours), report._tokens_cpu(rust)
+    cg, cr = cpu_per_1k_tokens(ours), cpu_per_1k_tokens(rust)
     if cg is not None and cr is not None:
         add(f"{name}: server CPU per 1k tokens", "information", f"{cg:.1f} vs {cr:.1f} ms", None)
 
 
 def _row(p: dict[str, Any]) -> str:
-    load, cpu = p["load"], report._tokens_cpu(p)
+    load, cpu = p["load"], cpu_per_1k_tokens(p)
     errors = load["errors"] + p["health"]["errors"]
     ms = report._ms
     return (f"{report._num(load['tokens_per_s'])} | {ms(load['ttft_ms']['p50'])} "

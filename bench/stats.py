@@ -30,3 +30,11 @@ def write_result(path: str, result: dict) -> None:
     result["cpu_s_total"] = usage.ru_utime + usage.ru_stime
     with open(path, "w") as f:
         json.dump(result, f)
+
+
+def cpu_per_1k_tokens(phase: dict) -> float | None:
+    """Server CPU ms per 1k streamed tokens of a streaming phase (None: the server's processes
+    are unknown, as for a bare ``--target`` URL, or nothing was streamed)."""
+    tokens = phase["load"]["tokens_per_s"] * phase["cpu_s"]["window_s"]
+    server = phase["cpu_s"]["server"]
+    return server / tokens * 1e6 if server and tokens else None
