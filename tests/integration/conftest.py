@@ -3,19 +3,37 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.harness import GreenfrontServer
+from tests.integration.harness import GreenfrontServer, deployment, wait_stopped
+from tests.integration.weather_script import PARSER_ENV
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _deployments_stopped():
+    """Deployments are stopped behind the tests (``GreenfrontServer.stop_later``); the session
+    ends only once every one of them has exited."""
+    yield
+    wait_stopped()
 
 
 @pytest.fixture(scope="session")
 def server(model_dir):
     """A default deployment: 1 worker, the simulator engine, echo output for readable tests."""
-    with GreenfrontServer(model_dir, sim_args="--output-mode echo --itl-ms 2 --ttft-ms 5") as srv:
+    with deployment(model_dir, sim_args="--output-mode echo --itl-ms 2 --ttft-ms 5") as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def weather_server(marker_model_dir):
+    """The tool-calling suites' deployment (chat, Responses, Messages): the marker-token model
+    with ``weather_script.PARSER_ENV``; one for all three, as none of them changes its state."""
+    with deployment(marker_model_dir, env=PARSER_ENV, sim_args="--itl-ms 1 --ttft-ms 2") as srv:
         yield srv
 
 
 @pytest.fixture
 def make_server(model_dir):
-    """Start extra deployments with their own settings; all are stopped after the test."""
+    """Start extra deployments with their own settings; all are stopped after the test, behind
+    the next ones (``stop_later``)."""
     started = []
 
     def make(wait_healthy: bool = True, **kwargs) -> GreenfrontServer:
@@ -24,4 +42,4 @@ def make_server(model_dir):
         return srv
     yield make
     for srv in started:
-        srv.stop()
+        srv.stop_later()

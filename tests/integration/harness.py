@@ -6,10 +6,13 @@ group on teardown.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
 
 from tests.support.processes import cmdline, process_children
 from tests.support.processes import free_port, reap
@@ -17,6 +20,10 @@ from tests.support.processes import wait_healthy as wait_until_healthy
 from tests.support.waiting import wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+#: Deployments being stopped behind the tests (``GreenfrontServer.stop_later``); owned by the
+#: test process's main thread, which joins them all with ``wait_stopped``.
+_stopping: list[threading.Thread] = []
 
 
 def children_of(pid: int) -> list[tuple[int, str]]:
@@ -91,8 +98,35 @@ class GreenfrontServer:
         self._log.close()
         self.proc = None
 
+    def stop_later(self) -> None:
+        """``stop`` on a thread of its own, for a deployment no test looks at any more: its
+        SIGTERM shutdown (about a second: gunicorn's worker loop looks once a second) runs while
+        the next test starts. ``wait_stopped`` joins it before the session ends."""
+        if self.proc is None:
+            return
+        thread = threading.Thread(target=self.stop, name=f"stop {self.url}")
+        thread.start()
+        _stopping.append(thread)
+
     def __enter__(self) -> "GreenfrontServer":
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def deployment(model_dir: str, **kwargs) -> Iterator[GreenfrontServer]:
+    """A started ``GreenfrontServer`` for a fixture, stopped behind the next tests
+    (``stop_later``) once the fixture is done with it."""
+    srv = GreenfrontServer(model_dir, **kwargs).start()
+    try:
+        yield srv
+    finally:
+        srv.stop_later()
+
+
+def wait_stopped() -> None:
+    """Join every ``stop_later``: no deployment outlives the test session."""
+    while _stopping:
+        _stopping.pop().join()

@@ -15,7 +15,7 @@ import openai
 import pytest
 import requests
 
-from tests.integration.harness import GreenfrontServer, wait_for
+from tests.integration.harness import GreenfrontServer, deployment, wait_for
 
 DEV_ROUTES = [("POST", "/sleep"), ("POST", "/wake_up"), ("GET", "/is_sleeping"),
               ("POST", "/reset_prefix_cache"), ("POST", "/pause"), ("GET", "/is_paused"),
@@ -29,7 +29,7 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 def dev_server(model_dir):
     env = {"VLLM_SERVER_DEV_MODE": "1", "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1",
            "GREENFRONT_ENGINE_COUNT": "2", "GREENFRONT_API_KEY": KEY}
-    with GreenfrontServer(model_dir, env=env,
+    with deployment(model_dir, env=env,
                           sim_args="--output-mode echo --itl-ms 2 --verbose") as srv:
         yield srv
 
@@ -39,7 +39,7 @@ def lora_server(model_dir, tmp_path_factory):
     allowed = tmp_path_factory.mktemp("loras")
     env = {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1",
            "VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES": f"/nonexistent-prefix,{allowed}"}
-    with GreenfrontServer(model_dir, env=env, workers=2,
+    with deployment(model_dir, env=env, workers=2,
                           sim_args="--output-mode echo --enable-lora --verbose") as srv:
         srv.allowed = str(allowed)
         yield srv

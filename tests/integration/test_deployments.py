@@ -96,7 +96,7 @@ def test_an_engine_that_only_has_tcp_serves_every_worker(model_dir, tmp_path):
         registered = re.findall(r"\[(\d+)\] \[greenfront.engine\] engine 0 registered", srv.log())
         assert len(set(registered)) == 2, srv.log()
     finally:
-        srv.stop()
+        srv.stop_later()
         engine.kill()
         engine.wait()
         log.close()

@@ -138,7 +138,7 @@ def test_a_worker_accepts_connections_only_once_its_engine_registered(model_dir,
         prober.join(90)
         assert answers == [200], srv.log()
     finally:
-        srv.stop()
+        srv.stop_later()
         if engine is not None:
             engine.kill()
             engine.wait()

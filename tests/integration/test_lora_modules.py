@@ -55,7 +55,7 @@ def test_a_module_the_engines_cannot_load_stops_the_server(model_dir, tmp_path):
         log = srv.log()
         assert "--lora-modules sql=/adapters/sql did not load" in log and "--enable-lora" in log
     finally:
-        srv.stop()
+        srv.stop_later()
 
 
 def test_lora_requests_info_lists_the_adapters_with_requests_in_flight(make_server):

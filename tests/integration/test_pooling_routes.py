@@ -26,8 +26,8 @@ POOLING = ["/v1/embeddings", "/pooling", "/classify", "/score", "/v1/score", "/r
 
 @pytest.fixture(scope="module")
 def embed_server(model_dir):
-    from tests.integration.harness import GreenfrontServer
-    with GreenfrontServer(model_dir, sim_args="--runner pooling --convert embed --itl-ms 2") as srv:
+    from tests.integration.harness import deployment
+    with deployment(model_dir, sim_args="--runner pooling --convert embed --itl-ms 2") as srv:
         yield srv
 
 

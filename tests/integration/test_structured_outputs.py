@@ -10,7 +10,7 @@ import uuid
 import pytest
 import requests
 
-from tests.integration.harness import GreenfrontServer, wait_for
+from tests.integration.harness import deployment, wait_for
 
 TEMPLATE = ("{% for m in messages %}{{ m['content'] }}{% endfor %}"
             "|{{ flavour }}|{{ cohere_format }}|{{ enable_thinking }}")
@@ -18,7 +18,7 @@ TEMPLATE = ("{% for m in messages %}{{ m['content'] }}{% endfor %}"
 
 @pytest.fixture(scope="module")
 def auto_server(model_dir):
-    with GreenfrontServer(model_dir, sim_args="--output-mode echo --itl-ms 1 --verbose") as srv:
+    with deployment(model_dir, sim_args="--output-mode echo --itl-ms 1 --verbose") as srv:
         yield srv
 
 
@@ -28,7 +28,7 @@ def guidance_server(model_dir):
            "GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS": json.dumps({"flavour": "plain",
                                                                   "enable_thinking": True}),
            "GREENFRONT_CHAT_TEMPLATE": TEMPLATE}
-    with GreenfrontServer(model_dir, env=env,
+    with deployment(model_dir, env=env,
                           sim_args="--output-mode echo --itl-ms 1 --verbose") as srv:
         yield srv
 
@@ -166,7 +166,7 @@ def test_thinking_token_budget_needs_a_reasoning_parser(auto_server, path):
 
 @pytest.fixture(scope="module")
 def reasoning_server(marker_model_dir):
-    with GreenfrontServer(marker_model_dir, env={"GREENFRONT_REASONING_PARSER": "qwen3"},
+    with deployment(marker_model_dir, env={"GREENFRONT_REASONING_PARSER": "qwen3"},
                           sim_args="--output-mode echo --itl-ms 1 --verbose") as srv:
         yield srv
 
