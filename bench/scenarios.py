@@ -106,7 +106,7 @@ FULL = Timing(long_warmup_s=4, long_s=25, stream_warmup_s=4, stream_s=20, limit_
 # turn) finishes a round inside the short window.
 QUICK = Timing(long_warmup_s=2, long_s=5, stream_warmup_s=2, stream_s=5, limit_s=2.5,
                long_concurrency=16, stream_ramp_s=1.0)
-SMOKE = Timing(long_warmup_s=0.5, long_s=1.5, stream_warmup_s=1.5, stream_s=1.5, limit_s=1.0,
+SMOKE = Timing(long_warmup_s=0.5, long_s=1.0, stream_warmup_s=0.5, stream_s=1.0, limit_s=1.0,
                long_concurrency=4, stream_concurrency=32, stream_ramp_s=0.3, chars=30_000,
                probe_rate=100.0)
 
