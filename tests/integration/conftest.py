@@ -30,6 +30,15 @@ def weather_server(marker_model_dir):
         yield srv
 
 
+@pytest.fixture(scope="session")
+def embed_server(model_dir):
+    """A pooling deployment: the simulator as an embedding model (``--runner pooling``, its
+    default ``--convert embed``); shared by the pooling suites, none of which changes its
+    state."""
+    with deployment(model_dir, sim_args="--runner pooling --convert embed --itl-ms 2") as srv:
+        yield srv
+
+
 @pytest.fixture
 def make_server(model_dir):
     """Start extra deployments with their own settings; all are stopped after the test, behind

@@ -82,9 +82,9 @@ def test_request_limit_over_two_workers(make_server):
 
 def test_prefill_token_limit(make_server):
     srv = make_server(workers=1, env={"GREENFRONT_MAX_NUM_QUEUED_TOKENS": "8"})
-    # 12 prompt tokens that wait 4 s for their first output: the backlog is over the limit.
+    # 12 prompt tokens that wait 2 s for their first output: the backlog is over the limit.
     waiting = _SlowStream(srv.url, prompt=list(range(100, 112)),
-                          vllm_xargs={**SLOW, "sim_ttft_ms": 4000})
+                          vllm_xargs={**SLOW, "sim_ttft_ms": 2000})
     try:
         refused = []
         assert wait_for(lambda: refused.append(_post(srv.url)) or

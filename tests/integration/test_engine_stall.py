@@ -137,7 +137,8 @@ def test_dp_only_the_stalled_rank_is_avoided_and_liveness_fails_later(make_serve
     srv = make_server(sim_args=SIM, env={
         "GREENFRONT_ENGINE_COUNT": "2", "GREENFRONT_ENGINE_STALL_TIMEOUT": str(STALL),
         "GREENFRONT_ENGINE_STALL_LIVENESS_TIMEOUT": str(liveness)})
-    streams = [_Stream(srv.url, 250) for _ in range(20)]
+    # 160 tokens at 40 ms: rank 0's streams end ~6 s in, before the liveness timeout.
+    streams = [_Stream(srv.url, 160) for _ in range(20)]
     assert wait_for(lambda: all(s.chunks > 0 for s in streams), 60)
     sim = _sim_pid(srv, 1)
     os.kill(sim, signal.SIGSTOP)

@@ -37,10 +37,8 @@ def reranker(model_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def embedder(model_dir):
-    from tests.integration.harness import deployment
-    with deployment(model_dir, sim_args="--runner pooling --itl-ms 2") as srv:
-        yield srv
+def embedder(embed_server):
+    return embed_server  # conftest's (--runner pooling), shared with test_pooling_routes
 
 
 def _f32(x: float) -> float:
