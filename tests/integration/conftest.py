@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.harness import GreenfrontServer, deployment, wait_stopped
+from tests.integration.harness import GreenfrontServer, deployments, wait_stopped
 from tests.integration.weather_script import PARSER_ENV
 
 
@@ -16,27 +16,35 @@ def _deployments_stopped():
 
 
 @pytest.fixture(scope="session")
-def server(model_dir):
-    """A default deployment: 1 worker, the simulator engine, echo output for readable tests."""
-    with deployment(model_dir, sim_args="--output-mode echo --itl-ms 2 --ttft-ms 5") as srv:
-        yield srv
+def _shared(model_dir, marker_model_dir):
+    """The session's shared deployments, started at once (``deployments``): ``server``,
+    ``weather_server``, ``embed_server``."""
+    with deployments(
+            (model_dir, {"sim_args": "--output-mode echo --itl-ms 2 --ttft-ms 5"}),
+            (marker_model_dir, {"env": PARSER_ENV, "sim_args": "--itl-ms 1 --ttft-ms 2"}),
+            (model_dir, {"sim_args": "--runner pooling --convert embed --itl-ms 2"})) as shared:
+        yield shared
 
 
 @pytest.fixture(scope="session")
-def weather_server(marker_model_dir):
+def server(_shared) -> GreenfrontServer:
+    """A default deployment: 1 worker, the simulator engine, echo output for readable tests."""
+    return _shared[0]
+
+
+@pytest.fixture(scope="session")
+def weather_server(_shared) -> GreenfrontServer:
     """The tool-calling suites' deployment (chat, Responses, Messages): the marker-token model
     with ``weather_script.PARSER_ENV``; one for all three, as none of them changes its state."""
-    with deployment(marker_model_dir, env=PARSER_ENV, sim_args="--itl-ms 1 --ttft-ms 2") as srv:
-        yield srv
+    return _shared[1]
 
 
 @pytest.fixture(scope="session")
-def embed_server(model_dir):
+def embed_server(_shared) -> GreenfrontServer:
     """A pooling deployment: the simulator as an embedding model (``--runner pooling``, its
     default ``--convert embed``); shared by the pooling suites, none of which changes its
     state."""
-    with deployment(model_dir, sim_args="--runner pooling --convert embed --itl-ms 2") as srv:
-        yield srv
+    return _shared[2]
 
 
 @pytest.fixture

@@ -55,7 +55,10 @@ class GreenfrontServer:
 
     def start(self, timeout: float = 60.0, wait_healthy: bool = True) -> "GreenfrontServer":
         """Start gunicorn and wait for /health: for a 200, or for any answer."""
-        self.launch()
+        return self.launch().wait_started(timeout, wait_healthy)
+
+    def wait_started(self, timeout: float = 60.0, wait_healthy: bool = True) -> "GreenfrontServer":
+        """After ``launch``: wait for /health (a 200, or any answer); stopped if it fails."""
         try:
             wait_until_healthy(self.url + "/health", self.proc, timeout, self.log,
                                name="greenfront", any_answer=not wait_healthy, interval=0.1)
@@ -119,11 +122,25 @@ class GreenfrontServer:
 def deployment(model_dir: str, **kwargs) -> Iterator[GreenfrontServer]:
     """A started ``GreenfrontServer`` for a fixture, stopped behind the next tests
     (``stop_later``) once the fixture is done with it."""
-    srv = GreenfrontServer(model_dir, **kwargs).start()
-    try:
+    with deployments((model_dir, kwargs)) as (srv,):
         yield srv
+
+
+@contextlib.contextmanager
+def deployments(*specs: tuple[str, dict]) -> Iterator[tuple[GreenfrontServer, ...]]:
+    """Several deployments, one per ``(model_dir, GreenfrontServer keyword arguments)``, started
+    at once (each spends its start loading the tokenizer: on two cores two of them take little
+    longer than one), stopped behind the next tests (``stop_later``) once the fixture is done."""
+    servers = tuple(GreenfrontServer(model_dir, **kwargs) for model_dir, kwargs in specs)
+    try:
+        for srv in servers:
+            srv.launch()
+        for srv in servers:
+            srv.wait_started()
+        yield servers
     finally:
-        srv.stop_later()
+        for srv in servers:
+            srv.stop_later()
 
 
 def wait_stopped() -> None:
