@@ -47,6 +47,31 @@ def embed_server(_shared) -> GreenfrontServer:
     return _shared[2]
 
 
+@pytest.fixture(scope="module")
+def _fresh_servers(request, model_dir):
+    """The deployments of the module's selected tests that ask for ``fresh_server``, each with
+    its ``@pytest.mark.deployment(**GreenfrontServer arguments)``, all started before the
+    module's first such test (``deployments``), by test id."""
+    items = [item for item in request.session.items
+             if item.module is request.module and "fresh_server" in item.fixturenames]
+    specs = []
+    for item in items:
+        marker = item.get_closest_marker("deployment")
+        assert marker is not None, f"{item.nodeid}: fresh_server needs @pytest.mark.deployment"
+        specs.append((model_dir, marker.kwargs))
+    with deployments(*specs) as servers:
+        yield {item.nodeid: srv for item, srv in zip(items, servers)}
+
+
+@pytest.fixture
+def fresh_server(request, _fresh_servers) -> GreenfrontServer:
+    """A deployment of this test's own (``@pytest.mark.deployment(...)``: ``make_server``'s
+    arguments), started with the module's others; stopped after the test (``stop_later``)."""
+    srv = _fresh_servers[request.node.nodeid]
+    yield srv
+    srv.stop_later()
+
+
 @pytest.fixture
 def make_server(model_dir):
     """Start extra deployments with their own settings; all are stopped after the test, behind

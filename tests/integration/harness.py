@@ -52,6 +52,7 @@ class GreenfrontServer:
         })
         self.env.update(env or {})
         self.proc: subprocess.Popen | None = None
+        self._stopping = False
 
     def start(self, timeout: float = 60.0, wait_healthy: bool = True) -> "GreenfrontServer":
         """Start gunicorn and wait for /health: for a 200, or for any answer."""
@@ -105,8 +106,9 @@ class GreenfrontServer:
         """``stop`` on a thread of its own, for a deployment no test looks at any more: its
         SIGTERM shutdown (about a second: gunicorn's worker loop looks once a second) runs while
         the next test starts. ``wait_stopped`` joins it before the session ends."""
-        if self.proc is None:
+        if self.proc is None or self._stopping:
             return
+        self._stopping = True
         thread = threading.Thread(target=self.stop, name=f"stop {self.url}")
         thread.start()
         _stopping.append(thread)
@@ -130,13 +132,16 @@ def deployment(model_dir: str, **kwargs) -> Iterator[GreenfrontServer]:
 def deployments(*specs: tuple[str, dict]) -> Iterator[tuple[GreenfrontServer, ...]]:
     """Several deployments, one per ``(model_dir, GreenfrontServer keyword arguments)``, started
     at once (each spends its start loading the tokenizer: on two cores two of them take little
-    longer than one), stopped behind the next tests (``stop_later``) once the fixture is done."""
+    longer than one), stopped behind the next tests (``stop_later``) once the fixture is done.
+    ``wait_healthy=False`` among the arguments waits for any answer instead of a 200."""
+    specs = [(model_dir, dict(kwargs)) for model_dir, kwargs in specs]
+    healthy = [kwargs.pop("wait_healthy", True) for _, kwargs in specs]
     servers = tuple(GreenfrontServer(model_dir, **kwargs) for model_dir, kwargs in specs)
     try:
         for srv in servers:
             srv.launch()
-        for srv in servers:
-            srv.wait_started()
+        for srv, wait_healthy in zip(servers, healthy):
+            srv.wait_started(wait_healthy=wait_healthy)
         yield servers
     finally:
         for srv in servers:
