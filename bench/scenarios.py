@@ -98,6 +98,8 @@ class Timing:
     stream_ramp_s: float = 2.0
     chars: int = 300_000
     probe_rate: float = 200.0
+    #: given to a phase's fresh processes before its load begins (``SPAWN_S``)
+    spawn_s: float = SPAWN_S
 
 
 FULL = Timing(long_warmup_s=4, long_s=25, stream_warmup_s=4, stream_s=20, limit_s=8,
@@ -106,9 +108,9 @@ FULL = Timing(long_warmup_s=4, long_s=25, stream_warmup_s=4, stream_s=20, limit_
 # turn) finishes a round inside the short window.
 QUICK = Timing(long_warmup_s=2, long_s=5, stream_warmup_s=2, stream_s=5, limit_s=2.5,
                long_concurrency=16, stream_ramp_s=1.0)
-SMOKE = Timing(long_warmup_s=0.5, long_s=1.5, stream_warmup_s=1.5, stream_s=1.5, limit_s=1.0,
+SMOKE = Timing(long_warmup_s=0.5, long_s=1.0, stream_warmup_s=0.5, stream_s=1.0, limit_s=1.0,
                long_concurrency=4, stream_concurrency=32, stream_ramp_s=0.3, chars=30_000,
-               probe_rate=100.0)
+               probe_rate=100.0, spawn_s=0.5)
 
 
 @dataclass(frozen=True)
@@ -192,7 +194,7 @@ def run_phase(endpoint: Endpoint, scenario: str, timing: Timing, sim: SimProfile
     stream = scenario in ("stream", TOOLS_SCENARIO, GRPC_SCENARIO, *API_OF)
     warmup = timing.stream_warmup_s + timing.stream_ramp_s if stream else timing.long_warmup_s
     duration = timing.stream_s if stream else timing.long_s
-    t_begin = time.monotonic() + SPAWN_S
+    t_begin = time.monotonic() + timing.spawn_s
     t0 = t_begin + warmup
     t1 = t0 + duration
     base = {"host": host, "port": port, "model": endpoint.model, "seed": seed,

@@ -15,7 +15,7 @@ import openai
 import pytest
 import requests
 
-from tests.integration.harness import GreenfrontServer, wait_for
+from tests.integration.harness import GreenfrontServer, deployments, wait_for
 
 DEV_ROUTES = [("POST", "/sleep"), ("POST", "/wake_up"), ("GET", "/is_sleeping"),
               ("POST", "/reset_prefix_cache"), ("POST", "/pause"), ("GET", "/is_paused"),
@@ -26,23 +26,30 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 
 
 @pytest.fixture(scope="module")
-def dev_server(model_dir):
-    env = {"VLLM_SERVER_DEV_MODE": "1", "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1",
+def _servers(model_dir, tmp_path_factory):
+    """The module's two deployments, started at once: dev mode, and runtime LoRA updating."""
+    dev = {"VLLM_SERVER_DEV_MODE": "1", "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1",
            "GREENFRONT_ENGINE_COUNT": "2", "GREENFRONT_API_KEY": KEY}
-    with GreenfrontServer(model_dir, env=env,
-                          sim_args="--output-mode echo --itl-ms 2 --verbose") as srv:
-        yield srv
+    allowed = tmp_path_factory.mktemp("loras")
+    lora = {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1",
+            "VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES": f"/nonexistent-prefix,{allowed}"}
+    with deployments((model_dir, {"env": dev, "sim_args": "--output-mode echo --itl-ms 2 "
+                                                          "--verbose"}),
+                     (model_dir, {"env": lora, "workers": 2,
+                                  "sim_args": "--output-mode echo --enable-lora --verbose"})
+                     ) as (dev_srv, lora_srv):
+        lora_srv.allowed = str(allowed)
+        yield dev_srv, lora_srv
 
 
 @pytest.fixture(scope="module")
-def lora_server(model_dir, tmp_path_factory):
-    allowed = tmp_path_factory.mktemp("loras")
-    env = {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1",
-           "VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES": f"/nonexistent-prefix,{allowed}"}
-    with GreenfrontServer(model_dir, env=env, workers=2,
-                          sim_args="--output-mode echo --enable-lora --verbose") as srv:
-        srv.allowed = str(allowed)
-        yield srv
+def dev_server(_servers):
+    return _servers[0]
+
+
+@pytest.fixture(scope="module")
+def lora_server(_servers):
+    return _servers[1]
 
 
 def _utility_calls(srv: GreenfrontServer, method: str) -> list[tuple[str, str]]:

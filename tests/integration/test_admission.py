@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 import requests
 
 from tests.integration.harness import wait_for
@@ -61,8 +62,9 @@ def _assert_busy(resp: requests.Response) -> None:
                                      "param": None, "code": 503}}
 
 
-def test_request_limit_over_two_workers(make_server):
-    srv = make_server(workers=2, env={"GREENFRONT_MAX_NUM_QUEUED_REQS": "3"})
+@pytest.mark.deployment(workers=2, env={"GREENFRONT_MAX_NUM_QUEUED_REQS": "3"})
+def test_request_limit_over_two_workers(fresh_server):
+    srv = fresh_server
     held = [_SlowStream(srv.url) for _ in range(3)]
     try:
         assert all(s.started.wait(60) for s in held)
@@ -80,11 +82,12 @@ def test_request_limit_over_two_workers(make_server):
             s.close()
 
 
-def test_prefill_token_limit(make_server):
-    srv = make_server(workers=1, env={"GREENFRONT_MAX_NUM_QUEUED_TOKENS": "8"})
-    # 12 prompt tokens that wait 4 s for their first output: the backlog is over the limit.
+@pytest.mark.deployment(workers=1, env={"GREENFRONT_MAX_NUM_QUEUED_TOKENS": "8"})
+def test_prefill_token_limit(fresh_server):
+    srv = fresh_server
+    # 12 prompt tokens that wait 2 s for their first output: the backlog is over the limit.
     waiting = _SlowStream(srv.url, prompt=list(range(100, 112)),
-                          vllm_xargs={**SLOW, "sim_ttft_ms": 4000})
+                          vllm_xargs={**SLOW, "sim_ttft_ms": 2000})
     try:
         refused = []
         assert wait_for(lambda: refused.append(_post(srv.url)) or

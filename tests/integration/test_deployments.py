@@ -7,14 +7,17 @@ import sys
 import threading
 
 import openai
+import pytest
 import requests
 
 from tests.support.processes import free_port_block
 from tests.integration.harness import ROOT, GreenfrontServer, wait_for
 
 
-def test_offload_off_serves_the_same_api(make_server):
-    srv = make_server(env={"GREENFRONT_OFFLOAD": "0"}, sim_args="--output-mode echo --itl-ms 2")
+@pytest.mark.deployment(env={"GREENFRONT_OFFLOAD": "0"},
+                        sim_args="--output-mode echo --itl-ms 2")
+def test_offload_off_serves_the_same_api(fresh_server):
+    srv = fresh_server
     client = openai.OpenAI(base_url=srv.url + "/v1", api_key="x", max_retries=0)
     out = client.completions.create(model="tiny", prompt="Hello world", max_tokens=2,
                                     temperature=0)
@@ -27,9 +30,10 @@ def test_offload_off_serves_the_same_api(make_server):
     assert r.json()["tokens"] == [1, 22177, 4304]
 
 
-def test_two_engines_share_the_load_and_honour_a_pinned_rank(make_server):
-    srv = make_server(env={"GREENFRONT_ENGINE_COUNT": "2"},
-                      sim_args="--output-mode echo --itl-ms 20 --verbose")
+@pytest.mark.deployment(env={"GREENFRONT_ENGINE_COUNT": "2"},
+                        sim_args="--output-mode echo --itl-ms 20 --verbose")
+def test_two_engines_share_the_load_and_honour_a_pinned_rank(fresh_server):
+    srv = fresh_server
     body = {"prompt": "one two three four five six", "max_tokens": 10, "temperature": 0}
 
     def call():
@@ -52,10 +56,11 @@ def test_two_engines_share_the_load_and_honour_a_pinned_rank(make_server):
     assert bad.status_code == 400
 
 
-def test_concurrent_huge_prompts_all_complete(make_server):
+@pytest.mark.deployment(sim_args="--max-model-len 131072 --output-mode echo --itl-ms 5")
+def test_concurrent_huge_prompts_all_complete(fresh_server):
     # Regression: large ADD frames sent concurrently from the pool once came out corrupted
     # (pyzmq zero-copy sends under gevent), and the engine ignored them: requests hung.
-    srv = make_server(sim_args="--max-model-len 131072 --output-mode echo --itl-ms 5")
+    srv = fresh_server
     words = "alpha beta Zürich café 1234 gamma, delta; epsilon".split()
     results = []
 
@@ -96,7 +101,7 @@ def test_an_engine_that_only_has_tcp_serves_every_worker(model_dir, tmp_path):
         registered = re.findall(r"\[(\d+)\] \[greenfront.engine\] engine 0 registered", srv.log())
         assert len(set(registered)) == 2, srv.log()
     finally:
-        srv.stop()
+        srv.stop_later()
         engine.kill()
         engine.wait()
         log.close()

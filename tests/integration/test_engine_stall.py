@@ -11,6 +11,7 @@ import signal
 import threading
 import time
 
+import pytest
 import requests
 
 from tests.integration.harness import wait_for
@@ -18,6 +19,8 @@ from tests.integration.harness import wait_for
 STALL = 3.0
 #: What "within the stall timeout plus a few seconds" allows on a shared 2-core machine.
 SLACK = 10.0
+#: The DP test's liveness timeout: /health fails once a rank is silent this long.
+LIVENESS = 8.0
 SIM = "--output-mode echo --ttft-ms 5 --itl-ms 40 --max-model-len 100000"
 
 
@@ -82,9 +85,10 @@ def _sim_pid(srv, rank: int) -> int:
     raise AssertionError(f"no simulator of rank {rank}")
 
 
-def test_sigstop_under_100_streams_ends_them_and_sigcont_takes_the_engine_back(make_server):
-    srv = make_server(sim_args=SIM, env={"GREENFRONT_ENGINE_STALL_TIMEOUT": str(STALL),
-                                         "GREENFRONT_REQUEST_WORKER_THREADS": "4"})
+@pytest.mark.deployment(sim_args=SIM, env={"GREENFRONT_ENGINE_STALL_TIMEOUT": str(STALL),
+                                           "GREENFRONT_REQUEST_WORKER_THREADS": "4"})
+def test_sigstop_under_100_streams_ends_them_and_sigcont_takes_the_engine_back(fresh_server):
+    srv = fresh_server
     streams = [_Stream(srv.url, 5000) for _ in range(100)]
     assert wait_for(lambda: all(s.chunks > 0 for s in streams), 60), \
         [s.status for s in streams if not s.chunks]
@@ -117,8 +121,9 @@ def test_sigstop_under_100_streams_ends_them_and_sigcont_takes_the_engine_back(m
     assert "engine 0 answers again" in srv.log()
 
 
-def test_an_idle_engine_that_stops_answering_pings_is_stalled(make_server):
-    srv = make_server(sim_args=SIM, env={"GREENFRONT_ENGINE_STALL_TIMEOUT": str(STALL)})
+@pytest.mark.deployment(sim_args=SIM, env={"GREENFRONT_ENGINE_STALL_TIMEOUT": str(STALL)})
+def test_an_idle_engine_that_stops_answering_pings_is_stalled(fresh_server):
+    srv = fresh_server
     sim = _sim_pid(srv, 0)
     os.kill(sim, signal.SIGSTOP)
     try:
@@ -132,12 +137,14 @@ def test_an_idle_engine_that_stops_answering_pings_is_stalled(make_server):
     assert _complete(srv.url).status_code == 200
 
 
-def test_dp_only_the_stalled_rank_is_avoided_and_liveness_fails_later(make_server):
-    liveness = 8.0
-    srv = make_server(sim_args=SIM, env={
-        "GREENFRONT_ENGINE_COUNT": "2", "GREENFRONT_ENGINE_STALL_TIMEOUT": str(STALL),
-        "GREENFRONT_ENGINE_STALL_LIVENESS_TIMEOUT": str(liveness)})
-    streams = [_Stream(srv.url, 250) for _ in range(20)]
+@pytest.mark.deployment(sim_args=SIM, env={
+    "GREENFRONT_ENGINE_COUNT": "2", "GREENFRONT_ENGINE_STALL_TIMEOUT": str(STALL),
+    "GREENFRONT_ENGINE_STALL_LIVENESS_TIMEOUT": str(LIVENESS)})
+def test_dp_only_the_stalled_rank_is_avoided_and_liveness_fails_later(fresh_server):
+    liveness = LIVENESS
+    srv = fresh_server
+    # 160 tokens at 40 ms: rank 0's streams end ~6 s in, before the liveness timeout.
+    streams = [_Stream(srv.url, 160) for _ in range(20)]
     assert wait_for(lambda: all(s.chunks > 0 for s in streams), 60)
     sim = _sim_pid(srv, 1)
     os.kill(sim, signal.SIGSTOP)

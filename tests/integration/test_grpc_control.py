@@ -8,7 +8,7 @@ import grpc
 import pytest
 
 from rpc.proto import control_pb2 as c, inference_pb2 as pb
-from tests.integration.harness import GreenfrontServer
+from tests.integration.harness import deployment
 from tests.support.grpc_client import Client
 from tests.support.processes import free_port
 
@@ -20,7 +20,7 @@ def server(model_dir, tmp_path_factory):
     port = free_port()
     loras = tmp_path_factory.mktemp("loras")
     sim = "--output-mode echo --itl-ms 2 --ttft-ms 5 --enable-lora --enable-sleep-mode"
-    with GreenfrontServer(model_dir, sim_args=sim, env={
+    with deployment(model_dir, sim_args=sim, env={
             "GREENFRONT_GRPC_PORT": str(port),
             "VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES": str(loras)}) as srv:
         srv.grpc_target = f"127.0.0.1:{port}"

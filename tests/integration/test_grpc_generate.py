@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from rpc.proto import health_pb2, inference_pb2 as pb
-from tests.integration.harness import GreenfrontServer, wait_for
+from tests.integration.harness import deployment, wait_for
 from tests.support.grpc_client import Client
 from tests.support.processes import free_port
 
@@ -22,7 +22,7 @@ STREAM = "/vllm.Inference/GenerateStream"
 @pytest.fixture(scope="module")
 def grpc_server(model_dir):
     port = free_port()
-    with GreenfrontServer(model_dir, sim_args="--output-mode echo --itl-ms 2 --ttft-ms 5",
+    with deployment(model_dir, sim_args="--output-mode echo --itl-ms 2 --ttft-ms 5",
                           env={"GREENFRONT_GRPC_PORT": str(port)}) as srv:
         srv.grpc_target = f"127.0.0.1:{port}"
         yield srv

@@ -48,4 +48,4 @@ def test_tls_and_api_key(model_dir, tmp_path):
             assert answer.outputs.finish_info.num_output_tokens == 2
         assert requests.get(https + "/v1/models", verify=str(cert), timeout=5).status_code == 401
     finally:
-        srv.stop()
+        srv.stop_later()

@@ -13,8 +13,8 @@ ORIGIN = "https://ok.example"
 
 @pytest.fixture(scope="module")
 def options_server(model_dir):
-    from tests.integration.harness import GreenfrontServer
-    with GreenfrontServer(model_dir, env={
+    from tests.integration.harness import deployment
+    with deployment(model_dir, env={
             "GREENFRONT_ALLOWED_ORIGINS": f'["{ORIGIN}"]',
             "GREENFRONT_ENABLE_REQUEST_ID_HEADERS": "1",
             "GREENFRONT_API_KEY": KEY, "GREENFRONT_ROOT_PATH": "/api"}) as srv:
@@ -92,7 +92,7 @@ def test_ssl_keyfile_and_certfile_serve_https(model_dir, tmp_path):
         with pytest.raises(requests.ConnectionError):
             requests.get(srv.url + "/health", timeout=5)  # plain HTTP is not served
     finally:
-        srv.stop()
+        srv.stop_later()
 
 
 def test_root_path_prefix_is_routed_without_it_and_guarded_alike(options_server):

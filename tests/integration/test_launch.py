@@ -86,12 +86,12 @@ def test_unknown_frontend_option_is_refused_with_one_message(model_dir):
 
 @WORKERS
 def test_engine_registration_timeout_exits_non_zero(model_dir, workers):
-    fe = LaunchedFrontend(model_dir, args={"engine_ready_timeout_secs": 2},
+    fe = LaunchedFrontend(model_dir, args={"engine_ready_timeout_secs": 1},
                           start_engines=False, env={"GREENFRONT_WORKERS": workers})
     try:
         code = fe.proc.wait(timeout=60)
         assert code != 0
-        assert "did not register within 2 s" in fe.log()
+        assert "did not register within 1 s" in fe.log()
     finally:
         fe.stop()
 

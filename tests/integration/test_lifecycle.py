@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 
+import pytest
 import requests
 
 from tests.support.processes import free_port_block
@@ -17,10 +18,11 @@ from tests.integration.harness import ROOT, GreenfrontServer, wait_for
 from tests.support.raw_http import open_stream
 
 
-def test_health_answers_while_a_huge_tokenize_is_worked_on(make_server):
+@pytest.mark.deployment(env={"GREENFRONT_TOKENIZER_BACKEND": "hf"})
+def test_health_answers_while_a_huge_tokenize_is_worked_on(fresh_server):
     # The HF backend makes a multi-megabyte prompt take seconds in the pool; /health must keep
     # answering meanwhile, because only the pool thread is busy.
-    srv = make_server(env={"GREENFRONT_TOKENIZER_BACKEND": "hf"})
+    srv = fresh_server
     prompt = ("The quick brown fox jumps over the lazy dog. Zwölf Boxkämpfer jagen Viktor. "
               "1234567890 ") * 40000  # ~3.4 MB
     result = {}
@@ -43,8 +45,9 @@ def test_health_answers_while_a_huge_tokenize_is_worked_on(make_server):
     assert answered_during >= 3, f"/health answered only {answered_during} times during tokenize"
 
 
-def test_client_disconnect_aborts_the_engine_request(make_server):
-    srv = make_server(sim_args="--output-mode random --itl-ms 20 --verbose")
+@pytest.mark.deployment(sim_args="--output-mode random --itl-ms 20 --verbose")
+def test_client_disconnect_aborts_the_engine_request(fresh_server):
+    srv = fresh_server
     sock = open_stream(srv.url, {"prompt": "Hello", "max_tokens": 4000, "stream": True,
                                  "ignore_eos": True}, timeout=30)
     assert requests.get(srv.url + "/load", timeout=10).json()["server_load"] == 1
@@ -57,8 +60,9 @@ def test_client_disconnect_aborts_the_engine_request(make_server):
     assert requests.get(srv.url + "/health", timeout=10).status_code == 200
 
 
-def test_killed_engine_ends_the_stream_with_an_error_and_health_turns_503(make_server):
-    srv = make_server(sim_args="--output-mode random --itl-ms 20")
+@pytest.mark.deployment(sim_args="--output-mode random --itl-ms 20")
+def test_killed_engine_ends_the_stream_with_an_error_and_health_turns_503(fresh_server):
+    srv = fresh_server
     sock = open_stream(srv.url, {"prompt": "Hello", "max_tokens": 4000, "stream": True,
                                  "ignore_eos": True}, timeout=30)
     for pid in srv.engine_pids():
@@ -78,8 +82,9 @@ def test_killed_engine_ends_the_stream_with_an_error_and_health_turns_503(make_s
     assert r.json()["error"]["code"] == 503
 
 
-def test_engine_core_dead_message_fails_requests(make_server):
-    srv = make_server(sim_args="--output-mode random --itl-ms 10 --die-after 1")
+@pytest.mark.deployment(sim_args="--output-mode random --itl-ms 10 --die-after 1")
+def test_engine_core_dead_message_fails_requests(fresh_server):
+    srv = fresh_server
     r = requests.post(srv.url + "/v1/completions",
                       json={"prompt": "Hello", "max_tokens": 1000, "ignore_eos": True},
                       timeout=30)
@@ -88,8 +93,9 @@ def test_engine_core_dead_message_fails_requests(make_server):
     assert wait_for(lambda: requests.get(srv.url + "/health", timeout=10).status_code == 503)
 
 
-def test_two_workers_and_a_restarted_worker_reconnects(make_server):
-    srv = make_server(workers=2, sim_args="--output-mode echo --itl-ms 2")
+@pytest.mark.deployment(workers=2, sim_args="--output-mode echo --itl-ms 2")
+def test_two_workers_and_a_restarted_worker_reconnects(fresh_server):
+    srv = fresh_server
     body = {"prompt": "Hello world", "max_tokens": 2, "temperature": 0}
     for _ in range(8):
         r = requests.post(srv.url + "/v1/completions", json=body, timeout=30)
@@ -138,7 +144,7 @@ def test_a_worker_accepts_connections_only_once_its_engine_registered(model_dir,
         prober.join(90)
         assert answers == [200], srv.log()
     finally:
-        srv.stop()
+        srv.stop_later()
         if engine is not None:
             engine.kill()
             engine.wait()
@@ -156,10 +162,11 @@ def test_an_engine_error_is_a_500_and_the_worker_lives_on(server):
     assert server.worker_pids() == workers
 
 
-def test_before_any_engine_registers_health_is_503_and_requests_get_503(make_server):
-    srv = make_server(wait_healthy=False, env={"GREENFRONT_ENGINE": "external",
-                                               "GREENFRONT_ACCEPT_WAIT": "0",
-                                               "GREENFRONT_HANDSHAKE_ADDRESS": "tcp://127.0.0.1:1"})
+@pytest.mark.deployment(wait_healthy=False, env={
+    "GREENFRONT_ENGINE": "external", "GREENFRONT_ACCEPT_WAIT": "0",
+    "GREENFRONT_HANDSHAKE_ADDRESS": "tcp://127.0.0.1:1"})
+def test_before_any_engine_registers_health_is_503_and_requests_get_503(fresh_server):
+    srv = fresh_server
     assert requests.get(srv.url + "/health", timeout=10).status_code == 503
     r = requests.post(srv.url + "/v1/completions", json={"prompt": "hi"}, timeout=10)
     assert r.status_code == 503

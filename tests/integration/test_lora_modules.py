@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import requests
 
 from tests.integration.harness import GreenfrontServer, wait_for
@@ -28,9 +29,10 @@ def _models(url: str) -> dict:
     return {m["id"]: m for m in requests.get(url + "/v1/models", timeout=10).json()["data"]}
 
 
-def test_modules_are_loaded_listed_and_served(make_server):
-    srv = make_server(workers=2, sim_args="--output-mode echo --enable-lora",
-                      env={"GREENFRONT_LORA_MODULES": json.dumps(MODULES)})
+@pytest.mark.deployment(workers=2, sim_args="--output-mode echo --enable-lora",
+                        env={"GREENFRONT_LORA_MODULES": json.dumps(MODULES)})
+def test_modules_are_loaded_listed_and_served(fresh_server):
+    srv = fresh_server
     assert wait_for(lambda: {"sql", "chatty"} <= set(_models(srv.url)), timeout=60)
     models = _models(srv.url)
     assert (models["sql"]["root"], models["sql"]["parent"]) == ("/adapters/sql", "tiny")
@@ -55,14 +57,15 @@ def test_a_module_the_engines_cannot_load_stops_the_server(model_dir, tmp_path):
         log = srv.log()
         assert "--lora-modules sql=/adapters/sql did not load" in log and "--enable-lora" in log
     finally:
-        srv.stop()
+        srv.stop_later()
 
 
-def test_lora_requests_info_lists_the_adapters_with_requests_in_flight(make_server):
+@pytest.mark.deployment(sim_args="--output-mode echo --enable-lora --max-loras 3",
+                        env={"GREENFRONT_LORA_MODULES": json.dumps(MODULES)})
+def test_lora_requests_info_lists_the_adapters_with_requests_in_flight(fresh_server):
     """vLLM 0.32's vllm:lora_requests_info: made only with LoRA support, one series per set of
     adapters in flight (both labels alike, in first-seen order), stamped at each stats update."""
-    srv = make_server(sim_args="--output-mode echo --enable-lora --max-loras 3",
-                      env={"GREENFRONT_LORA_MODULES": json.dumps(MODULES)})
+    srv = fresh_server
     assert wait_for(lambda: {"sql", "chatty"} <= set(_models(srv.url)), timeout=60)
     assert requests.post(srv.url + "/v1/completions", timeout=60, json={
         "model": "tiny", "prompt": "hello", "max_tokens": 2}).status_code == 200
@@ -81,8 +84,9 @@ def test_lora_requests_info_lists_the_adapters_with_requests_in_flight(make_serv
     assert wait_for(lambda: current_lora_info(srv.url) == ("3", "", ""))
 
 
-def test_no_lora_requests_info_without_lora_support(make_server):
-    srv = make_server(sim_args="--output-mode echo")
+@pytest.mark.deployment(sim_args="--output-mode echo")
+def test_no_lora_requests_info_without_lora_support(fresh_server):
+    srv = fresh_server
     assert requests.post(srv.url + "/v1/completions", timeout=60, json={
         "model": "tiny", "prompt": "hello", "max_tokens": 2}).status_code == 200
     metrics = lambda: requests.get(srv.url + "/metrics", timeout=10).text  # noqa: E731

@@ -7,8 +7,7 @@ import anthropic
 import pytest
 
 from engine.sim.script import scripted
-from tests.integration.harness import GreenfrontServer
-from tests.integration.weather_script import ANSWER_TEXT, CALL_TEXT, PARSER_ENV
+from tests.integration.weather_script import ANSWER_TEXT, CALL_TEXT
 from text.tokenizer import Tokenizer
 
 TOOLS = [{"name": "get_weather", "description": "Current weather in a city",
@@ -22,10 +21,8 @@ def tok(marker_model_dir):
 
 
 @pytest.fixture(scope="module")
-def client(marker_model_dir):
-    with GreenfrontServer(marker_model_dir, env=PARSER_ENV, sim_args="--itl-ms 1 --ttft-ms 2"
-                          ) as srv:
-        yield anthropic.Anthropic(base_url=srv.url, api_key="x", max_retries=0)
+def client(weather_server):
+    return anthropic.Anthropic(base_url=weather_server.url, api_key="x", max_retries=0)
 
 
 def ask(client, tok, messages, text, stream, **kwargs):

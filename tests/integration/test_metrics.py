@@ -70,7 +70,7 @@ def deployment(model_dir):
     try:
         yield srv
     finally:
-        srv.stop()
+        srv.stop_later()
 
 
 def _scrape(srv, accept: str | None = None) -> requests.Response:

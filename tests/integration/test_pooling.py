@@ -33,8 +33,8 @@ def matryoshka_dir(model_dir, tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def embed(matryoshka_dir):
-    from tests.integration.harness import GreenfrontServer
-    with GreenfrontServer(matryoshka_dir, sim_args="--runner pooling --itl-ms 2 --ttft-ms 2") as srv:
+    from tests.integration.harness import deployment
+    with deployment(matryoshka_dir, sim_args="--runner pooling --itl-ms 2 --ttft-ms 2") as srv:
         yield srv
 
 

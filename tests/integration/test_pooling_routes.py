@@ -24,13 +24,6 @@ POOLING = ["/v1/embeddings", "/pooling", "/classify", "/score", "/v1/score", "/r
            "/v1/rerank", "/v2/rerank", "/v2/embed"]
 
 
-@pytest.fixture(scope="module")
-def embed_server(model_dir):
-    from tests.integration.harness import GreenfrontServer
-    with GreenfrontServer(model_dir, sim_args="--runner pooling --convert embed --itl-ms 2") as srv:
-        yield srv
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

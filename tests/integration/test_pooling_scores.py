@@ -30,17 +30,15 @@ def _model_with(model_dir: str, target, extra: dict) -> str:
 
 @pytest.fixture(scope="module")
 def reranker(model_dir, tmp_path_factory):
-    from tests.integration.harness import GreenfrontServer
+    from tests.integration.harness import deployment
     path = _model_with(model_dir, tmp_path_factory.mktemp("reranker"), RERANKER)
-    with GreenfrontServer(path, sim_args="--runner pooling --convert classify --itl-ms 2") as srv:
+    with deployment(path, sim_args="--runner pooling --convert classify --itl-ms 2") as srv:
         yield srv
 
 
 @pytest.fixture(scope="module")
-def embedder(model_dir):
-    from tests.integration.harness import GreenfrontServer
-    with GreenfrontServer(model_dir, sim_args="--runner pooling --itl-ms 2") as srv:
-        yield srv
+def embedder(embed_server):
+    return embed_server  # conftest's (--runner pooling), shared with test_pooling_routes
 
 
 def _f32(x: float) -> float:

@@ -10,6 +10,7 @@ import signal
 import socket
 import threading
 
+import pytest
 import requests
 
 from tests.integration.harness import wait_for
@@ -61,8 +62,9 @@ def _http_handlers(url: str) -> set[str]:
     return set(re.findall(r'http_requests_total\{handler="([^"]*)"', text))
 
 
-def test_probes_answer_as_the_full_stack_does_also_during_a_drain(make_server):
-    srv = make_server(workers=1, env=OPTIONS)
+@pytest.mark.deployment(workers=1, env=OPTIONS)
+def test_probes_answer_as_the_full_stack_does_also_during_a_drain(fresh_server):
+    srv = fresh_server
     before = [_answer(srv.port, _request(path, extra)) for path, extra in PROBES]
     assert all(answer.startswith(b"HTTP/1.1 200 OK\r\n") for answer in before), before
     assert b"Access-Control-Allow-Origin: http://a.example" in before[1]
@@ -118,8 +120,9 @@ def _draining(sock: socket.socket) -> bool:
         return b"draining" in _read_response(sock)
 
 
-def test_other_methods_and_a_dead_engine_get_the_full_stacks_answers(make_server):
-    srv = make_server(workers=1)
+@pytest.mark.deployment(workers=1)
+def test_other_methods_and_a_dead_engine_get_the_full_stacks_answers(fresh_server):
+    srv = fresh_server
     for method in (b"HEAD", b"POST"):
         answer = _answer(srv.port, _request("/health", b"", method=method))
         assert answer.startswith(b"HTTP/1.1 405"), answer

@@ -7,8 +7,7 @@ import openai
 import pytest
 
 from engine.sim.script import scripted
-from tests.integration.harness import GreenfrontServer
-from tests.integration.weather_script import ANSWER_TEXT, CALL_TEXT, PARSER_ENV
+from tests.integration.weather_script import ANSWER_TEXT, CALL_TEXT
 from text.tokenizer import Tokenizer
 
 TOOLS = [{"type": "function", "name": "get_weather", "description": "Current weather in a city",
@@ -22,15 +21,8 @@ def tok(marker_model_dir):
 
 
 @pytest.fixture(scope="module")
-def srv(marker_model_dir):
-    with GreenfrontServer(marker_model_dir, env=PARSER_ENV, sim_args="--itl-ms 1 --ttft-ms 2"
-                          ) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def client(srv):
-    return openai.OpenAI(base_url=srv.url + "/v1", api_key="x", max_retries=0)
+def client(weather_server):
+    return openai.OpenAI(base_url=weather_server.url + "/v1", api_key="x", max_retries=0)
 
 
 def create(client, tok, text, **kwargs):
@@ -96,7 +88,7 @@ def test_max_output_tokens_is_incomplete(client, tok):
         assert r.max_output_tokens == 4 and r.usage.output_tokens == 4
 
 
-def test_bad_inputs_are_400s(client, tok, srv):
+def test_bad_inputs_are_400s(client, tok):
     with pytest.raises(openai.BadRequestError) as err:
         client.responses.create(model="tiny", input="hi", tool_choice="required")
     assert err.value.body["param"] == "tool_choice"

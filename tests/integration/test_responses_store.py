@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from engine.sim.script import scripted
-from tests.integration.harness import GreenfrontServer
+from tests.integration.harness import GreenfrontServer, deployment, deployments
 from tests.support.processes import free_port, reap
 from tests.support.waiting import wait_for
 from text.tokenizer import Tokenizer
@@ -77,7 +77,7 @@ def chain_across(tok, clients, servers, max_turns=30):
 
 
 def test_chain_across_workers_sqlite(marker_model_dir, tok):
-    with GreenfrontServer(marker_model_dir, workers=2, env=STORE_ENV, sim_args=SIM) as srv:
+    with deployment(marker_model_dir, workers=2, env=STORE_ENV, sim_args=SIM) as srv:
         c = client(srv)
         chain_across(tok, [c], [srv])
         first = turn(c, tok, "Sunny.", input="hi")
@@ -121,7 +121,7 @@ def test_eviction_and_restart(marker_model_dir, tok, tmp_path):
         r = turn(c, tok, CALL, previous=ids[-1])
         assert r.previous_response_id == ids[-1]
     env["GREENFRONT_RESPONSES_STORE_MAX_AGE"] = "1"
-    with GreenfrontServer(marker_model_dir, env=env, sim_args=SIM) as srv:
+    with deployment(marker_model_dir, env=env, sim_args=SIM) as srv:  # the last: stopped later
         c = client(srv)
         rid = turn(c, tok, "Sunny.", input="hi").id
         assert c.responses.retrieve(rid).id == rid
@@ -163,8 +163,8 @@ def _pings(redis, url) -> bool:
 def test_two_deployments_share_redis(marker_model_dir, tok, redis_url):
     env = {**STORE_ENV, "GREENFRONT_RESPONSES_STORE_URL": redis_url,
            "GREENFRONT_RESPONSES_STORE_MAX_ENTRIES": "4"}
-    with GreenfrontServer(marker_model_dir, workers=2, env=env, sim_args=SIM) as a, \
-            GreenfrontServer(marker_model_dir, workers=2, env=env, sim_args=SIM) as b:
+    spec = (marker_model_dir, {"workers": 2, "env": env, "sim_args": SIM})
+    with deployments(spec, spec) as (a, b):
         ca, cb = client(a), client(b)
         pids = chain_across(tok, [ca, cb], [a, b], max_turns=4)
         assert {k for k, _ in pids} == {0, 1}  # turns ran on both deployments

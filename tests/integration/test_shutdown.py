@@ -13,6 +13,7 @@ import signal
 import socket
 import threading
 
+import pytest
 import requests
 
 from tests.support.processes import alive as _alive, tree
@@ -72,8 +73,9 @@ def _in_flight(url: str, count: int) -> bool:
     return requests.get(url + "/load", timeout=5).json()["server_load"] >= count
 
 
-def test_drain_finishes_in_flight_refuses_new_aborts_the_rest_and_exits_0(make_server):
-    srv = make_server(workers=1, env={"GREENFRONT_SHUTDOWN_TIMEOUT": "4"})
+@pytest.mark.deployment(workers=1, env={"GREENFRONT_SHUTDOWN_TIMEOUT": "4"})
+def test_drain_finishes_in_flight_refuses_new_aborts_the_rest_and_exits_0(fresh_server):
+    srv = fresh_server
     session = requests.Session()  # a keep-alive connection opened before SIGTERM
     assert session.get(srv.url + "/v1/models", timeout=10).status_code == 200
     short, short_result = _stream_in_background(srv.url, 20)       # ~2 s: finishes
@@ -123,11 +125,12 @@ def _assert_ready_fails_while_draining(probe: requests.Session, url: str) -> Non
     assert "draining" in answers[-1].text
 
 
-def test_ready_fails_during_a_drain_with_shutdown_timeout_0(make_server):
+@pytest.mark.deployment(workers=1)
+def test_ready_fails_during_a_drain_with_shutdown_timeout_0(fresh_server):
     """Timeout 0 aborts the engine requests at once, but the drain still waits (up to
     ``runtime.shutdown.ANSWER_WAIT``) for the requests in flight to be answered: a /tokenize of
     a prompt that takes seconds keeps it open long enough to see /ready answer 503."""
-    srv = make_server(workers=1)
+    srv = fresh_server
     stream, stream_result = _stream_in_background(srv.url, 400)
     assert stream_result["started"].wait(60)
     probe = requests.Session()
@@ -145,8 +148,9 @@ def test_ready_fails_during_a_drain_with_shutdown_timeout_0(make_server):
     assert srv.proc.wait(30) == 0
 
 
-def test_shutdown_timeout_0_aborts_at_once_and_exits(make_server):
-    srv = make_server(workers=2)  # GREENFRONT_SHUTDOWN_TIMEOUT unset: vLLM's default 0
+@pytest.mark.deployment(workers=2)  # GREENFRONT_SHUTDOWN_TIMEOUT unset: vLLM's default 0
+def test_shutdown_timeout_0_aborts_at_once_and_exits(fresh_server):
+    srv = fresh_server
     streams = [_stream_in_background(srv.url, 400) for _ in range(2)]  # would take ~40 s
     assert all(result["started"].wait(90) for _, result in streams)
     children = _descendants(srv.proc.pid)
@@ -159,8 +163,9 @@ def test_shutdown_timeout_0_aborts_at_once_and_exits(make_server):
     assert not [pid for pid in children if _alive(pid)], srv.log()
 
 
-def test_a_killed_master_leaves_no_child(make_server):
-    srv = make_server(workers=1)
+@pytest.mark.deployment(workers=1)
+def test_a_killed_master_leaves_no_child(fresh_server):
+    srv = fresh_server
     children = _descendants(srv.proc.pid)
     assert len(children) >= 3  # worker, handshake server, simulator
     os.kill(srv.proc.pid, signal.SIGKILL)

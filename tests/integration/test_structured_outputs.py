@@ -10,27 +10,37 @@ import uuid
 import pytest
 import requests
 
-from tests.integration.harness import GreenfrontServer, wait_for
+from tests.integration.harness import deployments, wait_for
 
 TEMPLATE = ("{% for m in messages %}{{ m['content'] }}{% endfor %}"
             "|{{ flavour }}|{{ cohere_format }}|{{ enable_thinking }}")
 
 
-@pytest.fixture(scope="module")
-def auto_server(model_dir):
-    with GreenfrontServer(model_dir, sim_args="--output-mode echo --itl-ms 1 --verbose") as srv:
-        yield srv
+SIM = "--output-mode echo --itl-ms 1 --verbose"
 
 
 @pytest.fixture(scope="module")
-def guidance_server(model_dir):
-    env = {"GREENFRONT_STRUCTURED_OUTPUTS_BACKEND": "guidance",
-           "GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS": json.dumps({"flavour": "plain",
-                                                                  "enable_thinking": True}),
-           "GREENFRONT_CHAT_TEMPLATE": TEMPLATE}
-    with GreenfrontServer(model_dir, env=env,
-                          sim_args="--output-mode echo --itl-ms 1 --verbose") as srv:
-        yield srv
+def _servers(model_dir, marker_model_dir):
+    """The module's three deployments, started at once: auto, guidance, reasoning."""
+    guidance = {"GREENFRONT_STRUCTURED_OUTPUTS_BACKEND": "guidance",
+                "GREENFRONT_DEFAULT_CHAT_TEMPLATE_KWARGS": json.dumps({"flavour": "plain",
+                                                                       "enable_thinking": True}),
+                "GREENFRONT_CHAT_TEMPLATE": TEMPLATE}
+    with deployments((model_dir, {"sim_args": SIM}),
+                     (model_dir, {"env": guidance, "sim_args": SIM}),
+                     (marker_model_dir, {"env": {"GREENFRONT_REASONING_PARSER": "qwen3"},
+                                         "sim_args": SIM})) as servers:
+        yield servers
+
+
+@pytest.fixture(scope="module")
+def auto_server(_servers):
+    return _servers[0]
+
+
+@pytest.fixture(scope="module")
+def guidance_server(_servers):
+    return _servers[1]
 
 
 def _post(srv, path: str, body: dict) -> tuple[str, requests.Response]:
@@ -165,10 +175,8 @@ def test_thinking_token_budget_needs_a_reasoning_parser(auto_server, path):
 
 
 @pytest.fixture(scope="module")
-def reasoning_server(marker_model_dir):
-    with GreenfrontServer(marker_model_dir, env={"GREENFRONT_REASONING_PARSER": "qwen3"},
-                          sim_args="--output-mode echo --itl-ms 1 --verbose") as srv:
-        yield srv
+def reasoning_server(_servers):
+    return _servers[2]
 
 
 def test_with_a_reasoning_parser_the_engine_learns_when_the_thought_ends(reasoning_server):

@@ -14,7 +14,7 @@ import threading
 import pytest
 import requests
 
-from tests.integration.harness import GreenfrontServer, wait_for
+from tests.integration.harness import deployment, wait_for
 
 KEY = "sk-tokens"
 GENERATE = "/inference/v1/generate"
@@ -25,7 +25,7 @@ NO_TOKENIZER = "Tokenizer not available when `skip_tokenizer_init=True`"
 
 @pytest.fixture(scope="module")
 def tokens_only(model_dir):
-    with GreenfrontServer(model_dir, workers=2,
+    with deployment(model_dir, workers=2,
                           sim_args="--output-mode echo --itl-ms 2 --ttft-ms 5",
                           env={"GREENFRONT_TOKENS_ONLY": "1", "GREENFRONT_API_KEY": KEY}) as srv:
         yield srv

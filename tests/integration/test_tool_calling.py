@@ -10,8 +10,8 @@ import openai
 import pytest
 
 from engine.sim.script import scripted
-from tests.integration.harness import GreenfrontServer
-from tests.integration.weather_script import ANSWER_TEXT, CALL_TEXT, PARSER_ENV
+from tests.integration.harness import deployment
+from tests.integration.weather_script import ANSWER_TEXT, CALL_TEXT
 from tests.integration.launch_harness import LaunchedFrontend
 from text.tokenizer import Tokenizer
 
@@ -27,10 +27,8 @@ def tok(marker_model_dir):
 
 
 @pytest.fixture(scope="module")
-def tool_server(marker_model_dir):
-    with GreenfrontServer(marker_model_dir, env=PARSER_ENV, sim_args="--itl-ms 1 --ttft-ms 2"
-                          ) as srv:
-        yield srv
+def tool_server(weather_server):
+    return weather_server  # conftest's: shared with the Responses and Messages suites
 
 
 def client(url):
@@ -122,7 +120,7 @@ def test_frontend_launched_as_vllm_serve_serves_tools_and_reasoning(marker_model
 def mistral_server(marker_model_dir):
     env = {"GREENFRONT_ENABLE_AUTO_TOOL_CHOICE": "1", "GREENFRONT_TOOL_CALL_PARSER": "mistral",
            "GREENFRONT_REASONING_PARSER": "mistral"}
-    with GreenfrontServer(marker_model_dir, env=env, sim_args="--itl-ms 1 --ttft-ms 2") as srv:
+    with deployment(marker_model_dir, env=env, sim_args="--itl-ms 1 --ttft-ms 2") as srv:
         yield srv
 
 

@@ -12,7 +12,7 @@ import pytest
 import requests
 import zmq
 
-from tests.integration.harness import GreenfrontServer
+from tests.integration.harness import GreenfrontServer, deployment
 from tests.integration.launch_harness import LaunchedFrontend
 
 KEY = "v033-key"
@@ -24,7 +24,7 @@ SIM = "--vllm-version 0.33.0 --output-mode echo --itl-ms 2 --verbose"
 def srv(model_dir):
     env = {"VLLM_SERVER_DEV_MODE": "1", "GREENFRONT_ENGINE_COUNT": "2",
            "GREENFRONT_API_KEY": KEY}
-    with GreenfrontServer(model_dir, env=env,
+    with deployment(model_dir, env=env,
                           sim_args=SIM + " --kv-events-endpoint tcp://*:5557") as server:
         yield server
 
