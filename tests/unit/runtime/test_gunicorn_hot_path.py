@@ -1,16 +1,18 @@
-"""gunicorn's per-request base environ and Date, cached in a worker, answer as gunicorn's do.
+"""gunicorn's settings, base environ, allow-list checks and Date, cached in a worker, answer as
+gunicorn's do.
 
 Real parts: gunicorn's own functions and config, and a listening socket for the listener's name.
 """
 from __future__ import annotations
 
+import ipaddress
 import socket
 import time
 
 import pytest
 from gunicorn import util
 from gunicorn.config import Config as GunicornConfig
-from gunicorn.http import wsgi
+from gunicorn.http import message, wsgi
 
 from runtime import gunicorn_hot_path
 from runtime.accept import KnownNameListener
@@ -19,11 +21,11 @@ from runtime.accept import KnownNameListener
 @pytest.fixture
 def installed():
     """``install`` for a gunicorn config; gunicorn's functions put back after the test."""
-    saved = wsgi.base_environ, util.http_date
+    saved = wsgi.base_environ, util.http_date, message._ip_in_allow_list
     cfg = GunicornConfig()
     gunicorn_hot_path.install(cfg)
     yield cfg
-    wsgi.base_environ, util.http_date = saved
+    wsgi.base_environ, util.http_date, message._ip_in_allow_list = saved
     gunicorn_hot_path._environ = None
 
 
@@ -77,3 +79,22 @@ def test_the_listener_name_is_read_once_and_the_rest_is_the_sockets():
         listener = KnownNameListener(sock)
         assert listener.getsockname() == sock.getsockname()
         assert listener.fileno() == sock.fileno()
+
+
+def test_settled_settings_read_as_gunicorns(installed):
+    fresh = GunicornConfig()
+    for name in fresh.settings:
+        assert getattr(installed, name) == getattr(fresh, name), name
+    assert installed.is_ssl == fresh.is_ssl and installed.address == fresh.address
+
+
+def test_the_allow_list_answer_is_gunicorns_per_peer(installed):
+    allowed, networks = installed.forwarded_allow_ips, installed.forwarded_allow_networks()
+    for peer in ("127.0.0.1", "10.1.2.3", "::1", "not an address", "127.0.0.1"):
+        expected = gunicorn_hot_path._gunicorn_ip_in_allow_list(peer, allowed, networks)
+        assert message._ip_in_allow_list(peer, allowed, networks) is expected
+    assert ("10.1.2.3", id(allowed), id(networks)) in gunicorn_hot_path._trusted
+    other = ["10.0.0.0/8"]  # not the worker's list: answered, never kept
+    nets = [ipaddress.ip_network("10.0.0.0/8")]
+    assert message._ip_in_allow_list("10.1.2.3", other, nets) is True
+    assert ("10.1.2.3", id(other), id(nets)) not in gunicorn_hot_path._trusted
