@@ -8,6 +8,8 @@ configuration for its slot, the ``WorkerState``, the ``Drain``), which ``app.py`
 
 - starts the engine client and waits (bounded) for the engines before it accepts connections,
   so a fresh or restarted worker takes no request it could only answer with 503;
+- settles gunicorn's settings and caches what gunicorn recomputes per request
+  (``runtime.gunicorn_hot_path``; rebuilt on SIGUSR1, when the log files are reopened);
 - serves each listener with ``runtime.accept.PromptStartServer`` (batched accepts, connection
   greenlets started at once): gunicorn's HTTP sockets and the ``Serving.listeners`` the
   application adds (the gRPC listener, ``rpc/server.py``);
