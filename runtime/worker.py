@@ -8,6 +8,8 @@ configuration for its slot, the ``WorkerState``, the ``Drain``), which ``app.py`
 
 - starts the engine client and waits (bounded) for the engines before it accepts connections,
   so a fresh or restarted worker takes no request it could only answer with 503;
+- settles gunicorn's settings and caches what gunicorn recomputes per request
+  (``runtime.gunicorn_hot_path``; rebuilt on SIGUSR1, when the log files are reopened);
 - serves each listener with ``runtime.accept.PromptStartServer`` (batched accepts, connection
   greenlets started at once): gunicorn's HTTP sockets and the ``Serving.listeners`` the
   application adds (the gRPC listener, ``rpc/server.py``);
@@ -31,7 +33,8 @@ from gevent.pool import Pool
 from gunicorn.sock import ssl_context
 from gunicorn.workers.ggevent import GeventWorker
 
-from runtime.accept import PromptStartServer
+from runtime import gunicorn_hot_path
+from runtime.accept import KnownNameListener, PromptStartServer
 from runtime.shutdown import Drain
 
 if TYPE_CHECKING:
@@ -107,6 +110,7 @@ class GreenfrontWorker(GeventWorker):
         state = WorkerState(config)
         _serving = Serving(config, state, Drain.for_worker(config, state, self.close_idle))
         state.before_halt = _serving.drain.answer_in_flight
+        gunicorn_hot_path.install(self.cfg)
         super().load_wsgi()
 
     @property
@@ -121,8 +125,11 @@ class GreenfrontWorker(GeventWorker):
         ssl_args = {"ssl_context": ssl_context(self.cfg)} if self.cfg.is_ssl else {}
         for sock in self.sockets:
             sock.setblocking(1)
-            server = PromptStartServer(sock, handle=partial(self.handle, sock),
-                                       spawn=Pool(self.worker_connections), **ssl_args)
+            # gunicorn's handle closes the client itself, and asks the listener's name per
+            # connection: both answered once here (runtime/accept.py).
+            server = PromptStartServer(sock, handle=partial(self.handle, KnownNameListener(sock)),
+                                       spawn=Pool(self.worker_connections), handler_closes=True,
+                                       **ssl_args)
             server.start()
             self._servers.append(server)
         for listener in self.serving.listeners:
@@ -164,6 +171,12 @@ class GreenfrontWorker(GeventWorker):
         all, so the worker exits without waiting out their keep-alive timeout."""
         for server in self._servers:
             server.close_all()
+
+    def handle_usr1(self, sig: int, frame: Any) -> None:
+        """SIGUSR1: gunicorn reopens the log files (in a greenlet); then the cached base environ
+        is rebuilt, so its ``wsgi.errors`` writes to the new streams."""
+        super().handle_usr1(sig, frame)
+        gevent.spawn(gunicorn_hot_path.refresh)
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         """SIGTERM: the drain runs beside gunicorn's stop (the loop waits graceful_timeout for
