@@ -3,7 +3,9 @@
 The engine-I/O thread demultiplexes each ``EngineCoreOutputs`` batch by request id and hands the
 pieces to the HTTP hub (``handoff``); there ``RequestStream.deliver`` queues the output and
 wakes the one greenlet that writes that HTTP response. Several streams (n > 1, prompt lists) can
-share one ``Waker`` so a response waits on one event.
+share one ``Waker`` so a response waits on one event. A response whose greenlet is parked for
+the direct write (``streaming/body.py``) is not woken: its waker joins the hub's pass, which
+runs once the hub has drained every step that had arrived and writes each touched response once.
 
 Runs on: created in a pool thread (or the HTTP hub); delivered to and consumed in the HTTP hub.
 """

@@ -10,7 +10,9 @@ runs of plain outputs are merged into one (a few dozen bytes per token). So a no
 costs at most one chunk (``MAX_PIECE`` bytes) plus what the engine produces for it until the
 timeout: ``WriteWatch`` shuts the connection of a response whose write has been blocked for
 ``GREENFRONT_CLIENT_STALL_TIMEOUT`` seconds; the blocked ``sendall`` then fails with EPIPE,
-gunicorn closes the response, and closing it aborts the engine requests.
+gunicorn closes the response, and closing it aborts the engine requests. A stream on the direct
+write (``offer_direct``) is bounded the same way: the hub's pass sends only what the socket
+takes at once, and the rest goes out from the response's greenlet with a watched ``sendall``.
 
 Runs on: the HTTP hub (the sweeper is one greenlet per worker; every method runs there).
 """

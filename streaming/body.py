@@ -5,7 +5,17 @@ not one per token, docs/architecture.md §5.5), feed it to the request's output 
 detokenization, stop strings) and render it. A stop string that ends a choice early aborts its
 engine request; a body closed early (client gone) aborts whatever is still running.
 
-Runs on: the HTTP hub (gunicorn iterates the stream; the offload driver resolves deferred bodies).
+The direct write (docs/architecture.md §3.1): a one-choice OpenAI chunk stream (completions,
+chat) without SSE keep-alive whose server offers it (``write_direct``: HTTP/1.1 chunked on a
+plain socket, ``middleware/slow_clients.py``) sends its first chunk through gunicorn, then parks
+its greenlet: the hub's pass after each drain (``engine/stream.py``) applies, renders and writes
+its chunks straight to the socket without blocking. The greenlet takes over again for what the
+pass cannot finish without blocking or may not do: the bytes a full socket did not take, the
+last chunks, an error, a cancellation. Only one of them writes at a time: the greenlet writes
+only while not parked, the pass only while ``Waker.direct`` is set (the parked state).
+
+Runs on: the HTTP hub (gunicorn iterates the stream; the offload driver resolves deferred bodies;
+the direct write runs in the hub's pass, as a loop callback).
 """
 from __future__ import annotations
 
