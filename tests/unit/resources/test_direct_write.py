@@ -13,6 +13,7 @@ import gevent
 import gevent.socket
 
 from base.errors import ServerError
+from engine.protocol import EngineCoreOutput
 from middleware.slow_clients import WriteWatch
 from resources.chat.convert import prepare_chat
 from resources.chat.render import ChatStreamRenderer, render_chat_response
@@ -177,3 +178,17 @@ def test_not_offered_beyond_one_plain_choice(ctx):
         assert direct.http_body._send_now is None
     plain, direct = completion_runs(ctx, {"max_tokens": 8})
     assert direct.http_body._send_now is not None
+
+
+def test_steps_drained_together_go_out_in_one_write(ctx):
+    _, direct = completion_runs(ctx, {"max_tokens": 8})
+    direct.step(FRANCE[:1])
+    stream = direct.streams[0]
+    for token in FRANCE[1:4]:  # three steps handed to the hub before its pass runs
+        stream.deliver(EngineCoreOutput(stream.request_id, [token]))
+    gevent.idle()
+    direct.step(FRANCE[4:5])
+    direct.tokens(FRANCE[5:])
+    wire = direct.wire()
+    # the first chunk, the three steps merged, then one per step (the last from the greenlet)
+    assert wire.count(b"data: {") == 6
