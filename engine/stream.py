@@ -30,7 +30,7 @@ class Waker:
     The event is made lazily, inside the HTTP hub, on first use: gevent events belong to the hub
     that first waits on them.
 
-    ``direct``: while set (a response whose greenlet is parked, ``streaming/direct.py``) a wake
+    ``direct``: while set (a response whose greenlet is parked, ``streaming/body.py``) a wake
     does not set the event: it queues this waker for the one pass the hub makes over every
     response touched by the steps it drained (``_write_ready``), which calls ``direct``; the pass
     calls ``hand_back`` when the response's greenlet must take over. Owned by the HTTP hub: set

@@ -23,6 +23,7 @@ import logging
 from typing import Any, Callable, Iterator
 
 from base.errors import ApiError, in_envelope
+from engine.stream import Waker
 from runtime.cancellation import Cancellation
 from streaming.error_response import http_parts, status_line
 from streaming.output import ChoiceDelta, OutputState
@@ -177,7 +178,7 @@ class StreamingBody:
         self._pump.generation.abort()
 
     # -- the direct write (docs/architecture.md §3.1) -------------------------------------------
-    def _park(self, waker: Any) -> None:
+    def _park(self, waker: Waker) -> None:
         """This greenlet (headers sent, nothing pending) leaves the writing to the hub's pass
         (``_write_step``) until the pass hands back; then it sends what the socket did not take."""
         waker.direct = self._write_step
@@ -223,6 +224,7 @@ class StreamingBody:
         if sent < len(chunk):
             self._rest = chunk[sent:]
             waker.hand_back()
+
 
 class DeferredBody:
     """A non-streamed generation: ``resolve`` waits for every choice, then renders one body."""
