@@ -24,11 +24,11 @@ import sys
 import threading
 from typing import Any, Callable
 
-from gevent.event import AsyncResult
+from gevent.hub import Waiter
 from gevent.threadpool import ThreadPool
 
 from base.config import Config
-from base.handoff import HubInbox, run_each
+from base.handoff import HubInbox
 
 log = logging.getLogger("greenfront.pool")
 
@@ -52,7 +52,8 @@ class RequestPool:
         self.size = size
         self.nice = nice
         self._queue: Any = _queue.SimpleQueue()
-        self._inbox: HubInbox[Callable[[], None]] = HubInbox(run_each)
+        self._inbox: HubInbox[tuple[Waiter, Any, BaseException | None]] = HubInbox(
+            _deliver_all)
         self._threads = ThreadPool(size)
         for _ in range(size):
             self._threads.spawn(self._serve)
@@ -64,9 +65,9 @@ class RequestPool:
         Raises what ``fn`` raised, or ``Skipped`` when ``cancelled()`` was true before a thread
         started it.
         """
-        result: AsyncResult = AsyncResult()
-        self._queue.put((fn, args, cancelled, result))
-        return result.get()
+        waiter = Waiter()
+        self._queue.put((fn, args, cancelled, waiter))
+        return waiter.get()
 
     def _serve(self) -> None:
         """Pool thread: run queued calls until told to stop."""
@@ -77,17 +78,17 @@ class RequestPool:
             item = get()
             if item is _STOP:
                 return
-            fn, args, cancelled, result = item
+            fn, args, cancelled, waiter = item
             if cancelled is not None and cancelled():
-                post(_deliver(result, None, Skipped()))
+                post((waiter, None, Skipped()))
                 continue
             try:
                 value = fn(*args)
             except BaseException as exc:  # handed to the waiting greenlet, never lost here
-                post(_deliver(result, None, exc))
+                post((waiter, None, exc))
             else:
-                post(_deliver(result, value, None))
-            del item, fn, args, result
+                post((waiter, value, None))
+            del item, fn, args, waiter
 
     def shutdown(self) -> None:
         """Stop the threads once they finish what they run; never waits for them. The hand-off
@@ -110,11 +111,23 @@ def _lower_priority(nice: int) -> None:
         log.warning("could not lower the request pool's priority: %s", exc)
 
 
-def _deliver(result: AsyncResult, value: Any, exc: BaseException | None) -> Callable[[], None]:
-    """The hub-side half: an AsyncResult belongs to the hub, so it is set there."""
-    if exc is None:
-        return lambda: result.set(value)
-    return lambda: result.set_exception(exc)
+def _deliver_all(results: list[tuple[Waiter, Any, BaseException | None]]) -> None:
+    """HTTP hub, the hand-off's handler: switch into each waiting greenlet with its result.
+
+    A ``Waiter`` switched from the hub resumes its greenlet at once (until it next blocks), where
+    an ``AsyncResult`` would queue a loop callback to do it, after a closure per result.
+    PERF: CPU per hop (``apply`` of a no-op 20k times from one greenlet, 6 runs each): process
+    14.0-18.5 µs with ``AsyncResult``, 10.4-10.9 µs with ``Waiter``; the HTTP hub's share
+    7.1-9.5 µs against 5.0-5.2 µs.
+    """
+    for waiter, value, exc in results:
+        try:
+            if exc is None:
+                waiter.switch(value)
+            else:
+                waiter.throw(exc)
+        except Exception:  # never drop the rest of the batch
+            log.exception("handing a pool result to its greenlet failed")
 
 
 _pool: RequestPool | None = None

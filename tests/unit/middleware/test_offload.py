@@ -3,13 +3,16 @@ thread with their body read in the hub, light paths stay in the hub, oversized b
 deferred bodies are resolved before the status goes out, and failures are OpenAI envelopes."""
 from __future__ import annotations
 
+import time
+
 import falcon
 import falcon.testing
+import gevent
 import pytest
 from gevent import monkey
 
 from middleware import errors as error_handlers
-from middleware.offload import OffloadMiddleware
+from middleware.offload import OffloadMiddleware, DisconnectWatch
 from runtime.cancellation import CANCEL_KEY, Cancellation
 from runtime.request_pool import RequestPool
 from tests.support.errors import error_of
@@ -100,3 +103,47 @@ def test_a_failure_outside_falcon_is_a_500_envelope(pool):
                                                       max_body_bytes=100))
     error = error_of(app.simulate_post("/v1/completions", body="{}"), 500)
     assert error["message"] == "Internal server error: boom"
+
+
+def _watched_pair():
+    """A connected pair of gevent sockets; the server end watched for the client's close."""
+    import gevent.socket
+    server, peer = gevent.socket.socketpair()
+    cancel = Cancellation()
+    return server, peer, cancel, DisconnectWatch(server, cancel)
+
+
+def test_a_client_that_closes_its_connection_cancels_its_request():
+    server, peer, cancel, _ = _watched_pair()
+    gevent.sleep(0.01)
+    assert not cancel.cancelled
+    peer.close()
+    assert wait_until(lambda: cancel.cancelled)
+    server.close()
+
+
+def test_a_pipelined_request_or_a_finished_response_cancels_nothing():
+    server, peer, cancel, watch = _watched_pair()
+    peer.sendall(b"GET / HTTP/1.1\r\n\r\n")  # the next request: the watch ends, seeing data
+    gevent.sleep(0.05)
+    peer.close()
+    gevent.sleep(0.05)
+    assert not cancel.cancelled
+    assert server.recv(4) == b"GET "  # the peek left the bytes for gunicorn
+    server.close()
+    server, peer, cancel, watch = _watched_pair()
+    watch.stop()
+    watch.stop()  # idempotent
+    peer.close()
+    gevent.sleep(0.05)
+    assert not cancel.cancelled
+    server.close()
+
+
+def wait_until(condition, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        gevent.sleep(0.01)
+    return True
