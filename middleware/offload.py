@@ -265,6 +265,7 @@ class OffloadMiddleware:
             return _client_gone(start_response)
         sock = environ.get("gunicorn.socket")
         bound_send_buffer(sock)
+        self._watch.offer_direct(result, sock, environ)
         body = _started_stream(result, start_response, captured)
         return Closing(self._watch.watched(body, sock),
                        stop_watching, closing=result)

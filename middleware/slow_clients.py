@@ -10,7 +10,9 @@ runs of plain outputs are merged into one (a few dozen bytes per token). So a no
 costs at most one chunk (``MAX_PIECE`` bytes) plus what the engine produces for it until the
 timeout: ``WriteWatch`` shuts the connection of a response whose write has been blocked for
 ``GREENFRONT_CLIENT_STALL_TIMEOUT`` seconds; the blocked ``sendall`` then fails with EPIPE,
-gunicorn closes the response, and closing it aborts the engine requests.
+gunicorn closes the response, and closing it aborts the engine requests. A stream on the direct
+write (``offer_direct``) is bounded the same way: the hub's pass sends only what the socket
+takes at once, and the rest goes out from the response's greenlet with a watched ``sendall``.
 
 Runs on: the HTTP hub (the sweeper is one greenlet per worker; every method runs there).
 """
@@ -20,9 +22,10 @@ import itertools
 import logging
 import socket
 import time
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import gevent
+import gevent.socket
 from gevent import monkey
 
 log = logging.getLogger("greenfront.slow_clients")
@@ -69,6 +72,37 @@ class WriteWatch:
                     blocked.pop(key, None)
         finally:
             blocked.pop(key, None)
+
+    def offer_direct(self, body: Any, sock: socket.socket | None, environ: dict) -> None:
+        """Let a streamed body write its chunks straight to the client socket (``write_direct``)
+        when gunicorn would frame them as HTTP/1.1 chunks on a plain gevent socket: without
+        blocking from the hub, and what a full socket does not take with a blocking ``sendall``
+        watched like gunicorn's own writes."""
+        write_direct = getattr(body, "write_direct", None)
+        if (write_direct is None or type(sock) is not gevent.socket.socket
+                or environ.get("SERVER_PROTOCOL") != "HTTP/1.1"):
+            return
+        raw = sock._sock  # the kernel socket under gevent's, non-blocking
+
+        def send_now(data: bytes) -> int:
+            try:
+                return raw.send(data)
+            except BlockingIOError:
+                return 0
+
+        def send_rest(data: bytes) -> None:
+            if not self.timeout:
+                sock.sendall(data)
+                return
+            if self._sweeper is None:
+                self._sweeper = gevent.spawn(self._sweep)
+            key = next(self._keys)
+            self._blocked[key] = (time.monotonic(), sock)
+            try:
+                sock.sendall(data)
+            finally:
+                self._blocked.pop(key, None)
+        write_direct(send_now, send_rest)
 
     def _sweep(self) -> None:
         tick = min(1.0, self.timeout / 4)

@@ -5,7 +5,17 @@ not one per token, docs/architecture.md §5.5), feed it to the request's output 
 detokenization, stop strings) and render it. A stop string that ends a choice early aborts its
 engine request; a body closed early (client gone) aborts whatever is still running.
 
-Runs on: the HTTP hub (gunicorn iterates the stream; the offload driver resolves deferred bodies).
+The direct write (docs/architecture.md §3.1): a one-choice OpenAI chunk stream (completions,
+chat) without SSE keep-alive whose server offers it (``write_direct``: HTTP/1.1 chunked on a
+plain socket, ``middleware/slow_clients.py``) sends its first chunk through gunicorn, then parks
+its greenlet: the hub's pass after each drain (``engine/stream.py``) applies, renders and writes
+its chunks straight to the socket without blocking. The greenlet takes over again for what the
+pass cannot finish without blocking or may not do: the bytes a full socket did not take, the
+last chunks, an error, a cancellation. Only one of them writes at a time: the greenlet writes
+only while not parked, the pass only while ``Waker.direct`` is set (the parked state).
+
+Runs on: the HTTP hub (gunicorn iterates the stream; the offload driver resolves deferred bodies;
+the direct write runs in the hub's pass, as a loop callback).
 """
 from __future__ import annotations
 
@@ -13,10 +23,11 @@ import logging
 from typing import Any, Callable, Iterator
 
 from base.errors import ApiError, in_envelope
+from engine.stream import Waker
 from runtime.cancellation import Cancellation
 from streaming.error_response import http_parts, status_line
 from streaming.output import ChoiceDelta, OutputState
-from streaming.stream_renderer import StreamRenderer
+from streaming.stream_renderer import ChunkStreamRenderer, StreamRenderer
 from streaming.submit import Generation
 
 log = logging.getLogger("greenfront.body")
@@ -53,6 +64,12 @@ class _Pump:
                 self.idle = True
                 return True
             items, error = generation.collect()
+        return self.apply(items, error, on_delta)
+
+    def apply(self, items: list[tuple[int, Any, list | None]], error: ApiError | None,
+              on_delta: Callable[[int, ChoiceDelta], None]) -> bool:
+        """Apply collected outputs (never blocks); False if the generation failed."""
+        generation = self.generation
         for index, output, frames in items:
             try:
                 delta = self.state.add(index, output, frames)
@@ -93,6 +110,30 @@ class StreamingBody:
         self._error_event = error_event
         # --sse-keep-alive-interval: a comment line when no chunk came for this long (0: off).
         self._keep_alive = keep_alive if keep_alive > 0 else None
+        #: rendered chunks not written yet (the greenlet's, or the direct pass's when it hands
+        #: back at the end); HTTP hub
+        self._frames: list[bytes] = []
+        self._on_delta = lambda index, delta: self._frames.append(
+            renderer.chunk(index, delta, state))
+        #: the direct write's socket calls (``write_direct``), None: every chunk via gunicorn
+        self._send_now: Callable[[bytes], int] | None = None
+        self._send_rest: Callable[[bytes], None] | None = None
+        #: what the direct pass leaves the greenlet: bytes a full socket did not take, what it
+        #: raised (the connection's error, a failure while rendering), and False once the pump
+        #: said stop (an error)
+        self._rest = b""
+        self._raise: BaseException | None = None
+        self._pumping = True
+
+    def write_direct(self, send_now: Callable[[bytes], int],
+                     send_rest: Callable[[bytes], None]) -> None:
+        """Offered by the server for an HTTP/1.1 chunked response on a plain socket:
+        ``send_now`` sends without blocking (bytes taken; 0 if the socket is full; OSError if the
+        connection broke), ``send_rest`` blocks this greenlet until all is sent (bounded by the
+        slow-client watch). Taken only for one choice, no keep-alive, an OpenAI chunk renderer."""
+        if (len(self._pump.generation.streams) == 1 and self._keep_alive is None
+                and isinstance(self._renderer, ChunkStreamRenderer)):
+            self._send_now, self._send_rest = send_now, send_rest
 
     def _on_cancel(self) -> None:
         self._pump.generation.abort()
@@ -102,10 +143,17 @@ class StreamingBody:
         pump, renderer, state = self._pump, self._renderer, self._pump.state
         # Registered here, in the hub, so a cancellation wakes this greenlet's hub-local event.
         pump.cancel.on_cancel(self._on_cancel)
-        frames: list[bytes] = []
-        on_delta = lambda index, delta: frames.append(renderer.chunk(index, delta, state))  # noqa: E731
+        frames = self._frames
+        on_delta = self._on_delta
+        waker = pump.generation.waker
         started = False
-        while not state.all_finished and pump.step(on_delta, self._keep_alive):
+        while not state.all_finished:
+            if started and self._send_now is not None and not waker.is_set():
+                self._park(waker)
+                if not self._pumping or state.all_finished:
+                    break
+            if not pump.step(on_delta, self._keep_alive):
+                break
             if frames and not state.all_finished:
                 started = True
                 yield b"".join(frames)
@@ -128,6 +176,54 @@ class StreamingBody:
     def close(self) -> None:
         self._pump.cancel.discard(self._on_cancel)
         self._pump.generation.abort()
+
+    # -- the direct write (docs/architecture.md §3.1) -------------------------------------------
+    def _park(self, waker: Waker) -> None:
+        """This greenlet (headers sent, nothing pending) leaves the writing to the hub's pass
+        (``_write_step``) until the pass hands back; then it sends what the socket did not take."""
+        waker.direct = self._write_step
+        try:
+            waker.wait()
+        finally:
+            waker.direct = None  # already, unless this greenlet was killed
+        if self._raise is not None:
+            raise self._raise  # here, as from gunicorn's own write or this greenlet's render
+        if self._rest:
+            rest, self._rest = self._rest, b""
+            self._send_rest(rest)
+
+    def _write_step(self) -> None:
+        """HTTP hub, in the pass after a drain (never blocks): apply what arrived, render, write
+        the chunk to the socket. Hands back to the greenlet for the end (finish, error,
+        cancel, a stop string) and when the socket does not take the whole chunk."""
+        pump = self._pump
+        generation = pump.generation
+        waker = generation.waker
+        if generation.finished or pump.cancel.cancelled:
+            waker.hand_back()  # the greenlet collects the last outputs itself
+            return
+        try:
+            items, error = generation.collect()
+            self._pumping = pump.apply(items, error, self._on_delta)
+            frames = self._frames
+            if not self._pumping or pump.state.all_finished:
+                waker.hand_back()  # the frames go out with the final chunks or the error
+                return
+            if not frames:
+                return
+            data = b"".join(frames)
+            frames.clear()
+            if not data:
+                return  # an empty chunk would end the HTTP response
+            chunk = b"%X\r\n%s\r\n" % (len(data), data)  # gunicorn's chunked framing
+            sent = self._send_now(chunk)
+        except Exception as exc:  # noqa: BLE001 (raised again in the response's greenlet)
+            self._raise = exc
+            waker.hand_back()
+            return
+        if sent < len(chunk):
+            self._rest = chunk[sent:]
+            waker.hand_back()
 
 
 class DeferredBody:
