@@ -113,8 +113,8 @@ class StreamingBody:
         #: rendered chunks not written yet (the greenlet's, or the direct pass's when it hands
         #: back at the end); HTTP hub
         self._frames: list[bytes] = []
-        self._on_delta = lambda index, delta: self._frames.append(
-            renderer.chunk(index, delta, state))
+        frames = self._frames  # not ``self``: body -> lambda -> body would be a cycle per stream
+        self._on_delta = lambda index, delta: frames.append(renderer.chunk(index, delta, state))
         #: the direct write's socket calls (``write_direct``), None: every chunk via gunicorn
         self._send_now: Callable[[bytes], int] | None = None
         self._send_rest: Callable[[bytes], None] | None = None
@@ -180,7 +180,14 @@ class StreamingBody:
     # -- the direct write (docs/architecture.md §3.1) -------------------------------------------
     def _park(self, waker: Waker) -> None:
         """This greenlet (headers sent, nothing pending) leaves the writing to the hub's pass
-        (``_write_step``) until the pass hands back; then it sends what the socket did not take."""
+        (``_write_step``) until the pass hands back; then it sends what the socket did not take.
+
+        Not once the generation is over (finished or aborted: no wake would come to hand back),
+        e.g. the client left and the last outputs taken rendered nothing: the next ``step``
+        ends the stream."""
+        pump = self._pump
+        if pump.generation.finished or pump.cancel.cancelled:
+            return
         waker.direct = self._write_step
         try:
             waker.wait()

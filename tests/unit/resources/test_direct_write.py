@@ -192,3 +192,16 @@ def test_steps_drained_together_go_out_in_one_write(ctx):
     wire = direct.wire()
     # the first chunk, the three steps merged, then one per step (the last from the greenlet)
     assert wire.count(b"data: {") == 6
+
+
+def test_a_cancellation_with_outputs_that_render_nothing_ends_the_stream(ctx):
+    # The client leaves while an output that shows nothing yet is queued: the pass hands back,
+    # the greenlet takes that output (no chunk) and must end, not park again with no wake to come.
+    _, direct = completion_runs(ctx, {"max_tokens": 8})
+    direct.tokens(FRANCE[:2], finish=None)
+    stream = direct.streams[0]
+    stream.deliver(EngineCoreOutput(stream.request_id, []))
+    direct.cancel.cancel()
+    direct._reader.join(timeout=5)
+    assert direct._reader.dead
+    assert direct.client.aborted == [stream.request_id]
