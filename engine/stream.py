@@ -89,7 +89,9 @@ _READY: deque[Waker] = deque()
 #: so that accepting, reading requests and /health get theirs between slices (a pass over 1,024
 #: responses in one go held the loop for tens of ms: /health p99.9 29 -> 120-140 ms). The
 #: responses still queued meanwhile take the steps that keep arriving in the same write.
-PASS_SLICE = 64
+#: PERF: 32, not 64: one worker, 1,024 streams, two rounds each (bench/RESULTS.md §6.2.2):
+#: /health p99.9 34-35 against 41-46 ms, same CPU per token.
+PASS_SLICE = 32
 
 
 class _PassState:
