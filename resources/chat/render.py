@@ -122,7 +122,7 @@ class ChatStreamRenderer(ChunkStreamRenderer):
             choice["stop_reason"] = delta.stop_reason
         choice["token_ids"] = (delta.token_ids if p.return_token_ids and not self.hide_metadata
                                else None)
-        body: dict[str, Any] = {**self.head, "choices": [choice]}
+        extra: dict[str, Any] = {}
         if p.continuous_usage:
             prompt = state.prompt_tokens()
             details = None
@@ -130,14 +130,14 @@ class ChatStreamRenderer(ChunkStreamRenderer):
                 choice_state = state.choices[delta.index]
                 details = self._details(self.parsers[delta.index].reasoning_tokens(
                     choice_state.token_ids))
-            body["usage"] = {"prompt_tokens": prompt,
-                             "total_tokens": prompt + delta.completion_tokens,
-                             "completion_tokens": delta.completion_tokens,
-                             "completion_tokens_details": details}
+            extra["usage"] = {"prompt_tokens": prompt,
+                              "total_tokens": prompt + delta.completion_tokens,
+                              "completion_tokens": delta.completion_tokens,
+                              "completion_tokens_details": details}
         if (not p.include_usage and self.fingerprint is not None
                 and delta.finish_reason is not None):
-            body["system_fingerprint"] = self.fingerprint
-        return opening + frame(body)
+            extra["system_fingerprint"] = self.fingerprint
+        return opening + self.event(choice, extra)
 
     def prompt_tokens_details(self, details: dict, state: RequestState) -> dict:
         return {k: v for k, v in details.items() if v is not None}

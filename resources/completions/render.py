@@ -17,7 +17,6 @@ from streaming.request_metrics import request_metrics
 from streaming.logprobs import completion_logprobs, prompt_logprobs_json
 from streaming.output import ChoiceDelta, RequestState
 from streaming.prepared import PreparedRequest
-from streaming.sse import frame
 from streaming.stream_renderer import ChunkStreamRenderer
 
 OBJECT = "text_completion"
@@ -50,16 +49,16 @@ class CompletionStreamRenderer(ChunkStreamRenderer):
                   "finish_reason": delta.finish_reason, "stop_reason": delta.stop_reason,
                   "prompt_token_ids": prompt_ids,
                   "token_ids": delta.token_ids if p.return_token_ids else None}
-        body: dict[str, Any] = {**self.head, "choices": [choice]}
+        extra: dict[str, Any] = {}
         if p.continuous_usage:
             prompt = len(c.choice.prompt_token_ids)
-            body["usage"] = {"prompt_tokens": prompt,
-                             "total_tokens": prompt + delta.completion_tokens,
-                             "completion_tokens": delta.completion_tokens}
+            extra["usage"] = {"prompt_tokens": prompt,
+                              "total_tokens": prompt + delta.completion_tokens,
+                              "completion_tokens": delta.completion_tokens}
         if (not p.include_usage and self.fingerprint is not None
                 and delta.finish_reason is not None):
-            body["system_fingerprint"] = self.fingerprint
-        return frame(body)
+            extra["system_fingerprint"] = self.fingerprint
+        return self.event(choice, extra)
 
     def prompt_tokens_details(self, details: dict, state: RequestState) -> dict:
         return {"cached_tokens": state.choices[0].num_cached_tokens}
