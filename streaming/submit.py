@@ -47,7 +47,11 @@ class Generation:
 
     @property
     def finished(self) -> bool:
-        return all(s.finished for s in self.streams)
+        # PERF: a loop, not all() over a generator: the direct write's pass reads it per chunk.
+        for s in self.streams:
+            if not s.finished:
+                return False
+        return True
 
     def abort(self) -> None:
         """Abort every unfinished engine request (idempotent)."""
