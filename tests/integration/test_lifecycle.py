@@ -5,6 +5,8 @@ import json
 import os
 import re
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -57,6 +59,27 @@ def test_client_disconnect_aborts_the_engine_request(fresh_server):
     # The simulator (--verbose) logs every ABORT it receives with how many ids were still live.
     assert wait_for(lambda: re.search(r"ABORT \['cmpl-[0-9a-f]+(-\d+)?-[0-9a-f]{8}'\] \(1 live\)",
                                        srv.log())), srv.log()
+    assert requests.get(srv.url + "/health", timeout=10).status_code == 200
+
+
+@pytest.mark.deployment(sim_args="--output-mode random --itl-ms 3")
+def test_many_clients_leaving_mid_stream_leave_nothing_in_flight(fresh_server):
+    # Streams on the direct write (parked after their first chunk) whose clients go, half by
+    # a close and half by a reset, while outputs that render nothing keep coming
+    # (``stream_interval`` holds every token after the first): every response ends. The race
+    # in which such an output and the disconnect meet in one turn of the hub is pinned down in
+    # tests/unit/resources/test_direct_write.py; this load does not reliably hit it.
+    srv = fresh_server
+    body = {"prompt": "Hello", "max_tokens": 4000, "stream": True, "ignore_eos": True,
+            "stream_interval": 100000}
+    socks = [open_stream(srv.url, body, timeout=60) for _ in range(120)]
+    assert requests.get(srv.url + "/load", timeout=10).json()["server_load"] == 120
+    for i, sock in enumerate(socks):
+        if i % 2:  # a reset rather than a close for half of them
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+    assert wait_for(lambda: requests.get(srv.url + "/load", timeout=10).json()
+                    ["server_load"] == 0, timeout=30), requests.get(srv.url + "/load").text
     assert requests.get(srv.url + "/health", timeout=10).status_code == 200
 
 
