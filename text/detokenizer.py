@@ -88,6 +88,7 @@ class IncrementalDetokenizer:
                  min_tokens: int = 0, prefill_window: int | None = PREFILL_WINDOW) -> None:
         """Pre-fill the decode stream with the prompt (see ``stream_prefill``)."""
         self._hf = tokenizer.hf
+        self._ascii_ends = tokenizer.ascii_ends[bool(skip_special_tokens)]
         self._skip_special_tokens = skip_special_tokens
         self._stream = DecodeStream(
             ids=stream_prefill(self._hf, prompt_token_ids, skip_special_tokens, prefill_window),
@@ -232,11 +233,20 @@ class IncrementalDetokenizer:
         """How many tokens of ``ids`` to step at once: up to the last of its final
         ``_RUN_END_CHECKS`` tokens whose own text ends in ASCII, or 0 (one at a time) when there
         is none, the head would be a single token, or an id cannot be decoded."""
-        hf, skip = self._hf, self._skip_special_tokens
+        hf, skip, known = self._hf, self._skip_special_tokens, self._ascii_ends
+        # PERF: each token's answer is decoded once per worker, then read from ``known``
+        # (``_run_head`` was 3.1% of the HTTP hub's GIL samples, 2 workers at 1,024 streams;
+        # 0.69 -> 0.34 us per 3-token run in a loop).
         try:
             for cut in range(len(ids), max(len(ids) - _RUN_END_CHECKS, 1), -1):
-                text = hf.decode([ids[cut - 1]], skip_special_tokens=skip)
-                if text and text[-1] < "\x80":
+                token_id = ids[cut - 1]
+                answer = known[token_id] if 0 <= token_id < len(known) else 0
+                if not answer:
+                    text = hf.decode([token_id], skip_special_tokens=skip)
+                    answer = 2 if text and text[-1] < "\x80" else 1
+                    if 0 <= token_id < len(known):
+                        known[token_id] = answer
+                if answer == 2:
                     return cut
         except (OverflowError, TypeError):  # an id no stream can take
             pass

@@ -42,6 +42,11 @@ class Tokenizer:
         # vLLM's character pre-check multiplies max_model_len by the longest vocabulary string
         # (byte-level form, added tokens included), docs/text-parity.md §4.1.
         self._max_chars_per_token = max(len(token) for token in vocab)
+        #: per ``skip_special_tokens`` (index 0: False, 1: True), whether each token's own text
+        #: ends in an ASCII character: 0 not known yet, 1 no, 2 yes. The detokenizer's run check
+        #: (``text/detokenizer.py``) fills it as it meets tokens. Written only by the HTTP hub
+        #: (the one thread that updates detokenizers); one byte per token and flag.
+        self.ascii_ends = (bytearray(self._vocab_size), bytearray(self._vocab_size))
 
     @classmethod
     def load(cls, model_dir: str, backend: str = "fastokens") -> Tokenizer:

@@ -58,3 +58,17 @@ def test_an_id_the_stream_cannot_take_inside_a_run_is_skipped_as_one_at_a_time(t
     run.update([3795, -1, 115370], False)
     assert run.output_text == one.output_text == ":** нельзя"
     assert run.num_output_tokens == one.num_output_tokens == 3
+
+
+@pytest.mark.parametrize("sst", [True, False])
+def test_the_remembered_ascii_ends_are_what_a_decode_says(tok, sst):
+    rng = random.Random(13)
+    det = IncrementalDetokenizer(tok, [1], skip_special_tokens=sst)
+    for _ in range(200):
+        det._run_head(_random_ids(rng, rng.randrange(2, 8)))
+    known = tok.ascii_ends[sst]
+    remembered = [i for i, answer in enumerate(known) if answer]
+    assert len(remembered) > 100
+    for token_id in remembered:
+        text = tok.hf.decode([token_id], skip_special_tokens=sst)
+        assert known[token_id] == (2 if text and text[-1] < "\x80" else 1), token_id
