@@ -19,19 +19,15 @@ import socket
 from typing import Any, Callable, Iterable, Iterator
 
 import gevent
-from gevent import monkey
 
 from base.errors import ApiError, PayloadTooLarge, ServerError
 from middleware.errors import wsgi_error
-from middleware.slow_clients import WriteWatch, bound_send_buffer
+from middleware.slow_clients import RealSocket, WriteWatch, bound_send_buffer
 from runtime.cancellation import CANCEL_KEY, Cancellation
 from runtime.request_pool import RequestPool, Skipped
 from streaming.error_response import http_parts
 
 log = logging.getLogger("greenfront.offload")
-
-#: The stdlib socket class (gevent's would wait for readiness when a peek finds nothing).
-_RealSocket = monkey.get_original("socket", "socket")
 
 #: The paths whose work is CPU-heavy (tokenization, templates). Everything else stays in the hub.
 OFFLOADED_PATHS = frozenset({
@@ -104,7 +100,7 @@ class DisconnectWatch:
 def _peek_closed(fd: int) -> bool | None:
     """Whether the peer of ``fd`` has closed (or reset) it; None when nothing can be read yet.
     Never blocks: the hub runs it (gevent's socket would wait for readiness)."""
-    raw = _RealSocket(fileno=fd)
+    raw = RealSocket(fileno=fd)
     try:
         return raw.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
     except BlockingIOError:

@@ -38,10 +38,12 @@ STREAM_SNDBUF = 128 * 1024
 #: a client that reads nothing, not a big body that a slow link needs minutes for.
 MAX_PIECE = 64 * 1024
 
-# NOTE: gevent's own shutdown() wakes the blocked sendall with EBADF ("closed in another
-# greenlet"), which gunicorn logs as a socket error with a traceback; the stdlib socket's
-# shutdown leaves the wait to the kernel, and the write fails with EPIPE, which gunicorn ignores.
-_RealSocket = monkey.get_original("socket", "socket")
+#: The stdlib socket class, for calls on a gevent socket's descriptor that must not go through
+#: gevent. NOTE: gevent's own shutdown() wakes the blocked sendall with EBADF ("closed in another
+#: greenlet"), which gunicorn logs as a socket error with a traceback; the stdlib socket's
+#: shutdown leaves the wait to the kernel, and the write fails with EPIPE, which gunicorn ignores.
+#: ``middleware/offload.py`` peeks with it (gevent's recv would wait for readiness).
+RealSocket = monkey.get_original("socket", "socket")
 
 
 class WriteWatch:
@@ -91,17 +93,8 @@ class WriteWatch:
                 return 0
 
         def send_rest(data: bytes) -> None:
-            if not self.timeout:
-                sock.sendall(data)
-                return
-            if self._sweeper is None:
-                self._sweeper = gevent.spawn(self._sweep)
-            key = next(self._keys)
-            self._blocked[key] = (time.monotonic(), sock)
-            try:
-                sock.sendall(data)
-            finally:
-                self._blocked.pop(key, None)
+            for piece in self.watched((data,), sock):  # watched while it is being sent
+                sock.sendall(piece)
         write_direct(send_now, send_rest)
 
     def _sweep(self) -> None:
@@ -141,7 +134,7 @@ def _abort_connection(sock: socket.socket, timeout: float) -> None:
         peer = "?"
     log.warning("client %s read nothing for %g s: its response is aborted", peer, timeout)
     try:
-        raw = _RealSocket(fileno=sock.fileno())
+        raw = RealSocket(fileno=sock.fileno())
     except OSError:
         return  # already closed
     try:

@@ -50,6 +50,11 @@ class _Pump:
         #: the last ``step`` waited ``timeout`` seconds and nothing came
         self.idle = False
 
+    @property
+    def over(self) -> bool:
+        """The generation finished or was aborted, or the client left: no wake is to come."""
+        return self.generation.finished or self.cancel.cancelled
+
     def step(self, on_delta: Callable[[int, ChoiceDelta], None],
              timeout: float | None = None) -> bool:
         """Wait (at most ``timeout`` seconds) for outputs, apply them; False once there is
@@ -58,7 +63,7 @@ class _Pump:
         items, error = generation.collect()
         self.idle = False
         if not items and error is None:
-            if generation.finished or self.cancel.cancelled:
+            if self.over:
                 return False
             if not generation.waker.wait(timeout):
                 self.idle = True
@@ -185,8 +190,7 @@ class StreamingBody:
         Not once the generation is over (finished or aborted: no wake would come to hand back),
         e.g. the client left and the last outputs taken rendered nothing: the next ``step``
         ends the stream."""
-        pump = self._pump
-        if pump.generation.finished or pump.cancel.cancelled:
+        if self._pump.over:
             return
         waker.direct = self._write_step
         try:
@@ -206,7 +210,7 @@ class StreamingBody:
         pump = self._pump
         generation = pump.generation
         waker = generation.waker
-        if generation.finished or pump.cancel.cancelled:
+        if pump.over:
             waker.hand_back()  # the greenlet collects the last outputs itself
             return
         try:

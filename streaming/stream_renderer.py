@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from base.jsonio import dumps
 from runtime.serving_context import ServingContext
 from streaming.output import RequestState
 from streaming.prepared import PreparedRequest
 from streaming.request_metrics import stream_metrics
-from base.jsonio import dumps
 from streaming.sse import DONE, frame
 
 

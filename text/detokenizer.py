@@ -240,11 +240,12 @@ class IncrementalDetokenizer:
         try:
             for cut in range(len(ids), max(len(ids) - _RUN_END_CHECKS, 1), -1):
                 token_id = ids[cut - 1]
-                answer = known[token_id] if 0 <= token_id < len(known) else 0
+                in_vocab = 0 <= token_id < len(known)
+                answer = known[token_id] if in_vocab else 0
                 if not answer:
                     text = hf.decode([token_id], skip_special_tokens=skip)
                     answer = 2 if text and text[-1] < "\x80" else 1
-                    if 0 <= token_id < len(known):
+                    if in_vocab:
                         known[token_id] = answer
                 if answer == 2:
                     return cut
