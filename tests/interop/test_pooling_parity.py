@@ -1,8 +1,9 @@
 """Pooling models on real vLLM 0.32 CPU engines: ``vllm serve --runner pooling`` with greenfront
 as its frontend beside vLLM's own Python frontend, for an embedding model (Matryoshka) and a
 1-label LLM reranker (``--convert classify``). Good requests give the same answers (vectors and
-scores equal to 1e-5; ids and timestamps aside), bad ones the same status and error, and a
-generation request is refused with 404 before it can kill the engine, which keeps serving.
+scores equal to 1e-3, see ``TOLERANCE``; ids and timestamps aside), bad ones the same status
+and error, and a generation request is refused with 404 before it can kill the engine, which
+keeps serving.
 """
 from __future__ import annotations
 
@@ -120,8 +121,15 @@ BAD = {
 }
 
 
+#: The engine computes in bfloat16, and a request's numbers depend on which requests share its
+#: step: vLLM's own frontend answered ``/rerank`` (3 documents) with 0.6064179 or 0.6065448 for
+#: the same document over 8 identical calls, and so did greenfront. Wrong answers (another
+#: document, another pooling, a missing activation) differ by far more.
+TOLERANCE = 1e-3
+
+
 def _close(a, b, where: str = "") -> None:
-    """Equal JSON, numbers to 1e-5; ids and timestamps are not compared."""
+    """Equal JSON, numbers to ``TOLERANCE``; ids and timestamps are not compared."""
     if isinstance(a, dict) and isinstance(b, dict):
         assert list(a) == list(b), where
         for key in a:
@@ -132,7 +140,7 @@ def _close(a, b, where: str = "") -> None:
         for i, (x, y) in enumerate(zip(a, b)):
             _close(x, y, f"{where}[{i}]")
     elif isinstance(a, float) or isinstance(b, float):
-        assert math.isclose(a, b, abs_tol=1e-5), (where, a, b)
+        assert math.isclose(a, b, abs_tol=TOLERANCE), (where, a, b)
     else:
         assert a == b, (where, a, b)
 
