@@ -6,7 +6,8 @@ into text exactly as vLLM 0.32's frontend does:
 - a `tokenizers.decoders.DecodeStream` pre-filled with the prompt ids is stepped once per output
   token (`None` counts as ""), which gives vLLM's handling of incomplete UTF-8 for free: a
   trailing partial character is held back and never emitted, a prompt ending in U+FFFD has its
-  whole text copied into the output (docs/text-parity.md §2.2, §2.3);
+  whole text copied into the output (docs/text-parity.md §2.2, §2.3); for a byte-level
+  vocabulary, `text.byte_level.ByteLevelSteps` gives the same text from a table (§2.6);
 - when the engine finished with STOP (EOS or a stop token id), that last token is not decoded
   unless `include_stop_str_in_output`;
 - stop strings are searched only in the text added since the last step (or since token
@@ -28,6 +29,7 @@ from collections.abc import Sequence
 
 from tokenizers.decoders import DecodeStream
 
+from text.byte_level import ByteLevelSteps
 from text.tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
@@ -87,12 +89,6 @@ class IncrementalDetokenizer:
                  stop: Sequence[str] = (), include_stop_str_in_output: bool = False,
                  min_tokens: int = 0, prefill_window: int | None = PREFILL_WINDOW) -> None:
         """Pre-fill the decode stream with the prompt (see ``stream_prefill``)."""
-        self._hf = tokenizer.hf
-        self._ascii_ends = tokenizer.ascii_ends[bool(skip_special_tokens)]
-        self._skip_special_tokens = skip_special_tokens
-        self._stream = DecodeStream(
-            ids=stream_prefill(self._hf, prompt_token_ids, skip_special_tokens, prefill_window),
-            skip_special_tokens=skip_special_tokens)
         self._stop = [stop] if isinstance(stop, str) else list(stop)
         self._include_stop = include_stop_str_in_output
         self._min_tokens = min_tokens
@@ -105,14 +101,15 @@ class IncrementalDetokenizer:
         self._token_ids: list[int] = []
         self._text = ""
         # Only when both flags are off does vLLM change anything: an added token right after
-        # another one is rendered as its raw content.
-        self._raw_adjacent_added = not skip_special_tokens and not spaces_between_special_tokens
-        self._added_tokens: dict[int, str] = {}
-        self._last_was_added = False
-        if self._raw_adjacent_added:
-            self._added_tokens = {i: t.content for i, t in self._hf.get_added_tokens_decoder().items()}
-            if not self._added_tokens:
-                self._raw_adjacent_added = False
+        # another one is rendered as its raw content (the DecodeStream steps handle that).
+        raw_adjacent_added = not skip_special_tokens and not spaces_between_special_tokens
+        vocab = tokenizer.byte_level
+        self._steps: ByteLevelSteps | DecodeStreamSteps
+        if vocab is not None and not raw_adjacent_added:
+            self._steps = ByteLevelSteps(vocab, prompt_token_ids, bool(skip_special_tokens))
+        else:
+            self._steps = DecodeStreamSteps(tokenizer, prompt_token_ids, skip_special_tokens,
+                                            raw_adjacent_added, prefill_window)
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -141,6 +138,12 @@ class IncrementalDetokenizer:
         """
         if not new_token_ids:
             return None
+        if not self._stop and not (stop_terminated and not self._include_stop):
+            # PERF: the common step (no stop strings, nothing withheld) in four lines: 0.47 ->
+            # ~0.3 us per one-token step in a loop, bench/RESULTS.md §6.2.3.
+            self._token_ids.extend(new_token_ids)
+            self._text += self._steps.run(new_token_ids)
+            return None
         to_decode = list(new_token_ids)
         withheld = None
         if stop_terminated and not self._include_stop:
@@ -149,15 +152,15 @@ class IncrementalDetokenizer:
         prev_count = len(self._token_ids)
         # Text length after each new token, so a match can be mapped back to a token count.
         offsets = [len(self._text)] if self._stop else None
-        if offsets is None and len(to_decode) > 1 and not self._raw_adjacent_added:
+        if offsets is None:
             self._token_ids.extend(to_decode)
-            self._text += self._decode_run(to_decode)
+            self._text += self._steps.run(to_decode)
         else:
+            step = self._steps.step
             for token_id in to_decode:
                 self._token_ids.append(token_id)
-                self._text += self._decode_next(token_id)
-                if offsets is not None:
-                    offsets.append(len(self._text))
+                self._text += step(token_id)
+                offsets.append(len(self._text))
         if withheld is not None:
             self._token_ids.append(withheld)
             if offsets is not None:
@@ -200,7 +203,46 @@ class IncrementalDetokenizer:
                 best, best_end = (s, at), end
         return best
 
-    def _decode_run(self, ids: list[int]) -> str:
+    def get_next_output_text(self, finished: bool, delta: bool) -> str:
+        """Text to send now: the whole text, or with `delta` only what was not sent before.
+
+        While unfinished the last `max(len(stop)) - 1` characters are held back.
+        """
+        hold = 0 if finished else self._hold_back
+        if not delta:
+            return self._text[:-hold] if hold else self._text
+        upto = len(self._text) - hold
+        start = self._sent_upto
+        if start < upto:
+            self._sent_upto = upto
+            return self._text[start:upto]
+        return ""
+
+
+class DecodeStreamSteps:
+    """The text each output token of one choice brings out, from a ``DecodeStream`` pre-filled
+    with the prompt (any tokenizer). Owned by the HTTP hub after creation (a pool thread
+    creates it)."""
+
+    def __init__(self, tokenizer: Tokenizer, prompt_token_ids: Sequence[int],
+                 skip_special_tokens: bool, raw_adjacent_added: bool,
+                 prefill_window: int | None) -> None:
+        self._hf = tokenizer.hf
+        self._ascii_ends = tokenizer.ascii_ends[bool(skip_special_tokens)]
+        self._skip_special_tokens = skip_special_tokens
+        self._stream = DecodeStream(
+            ids=stream_prefill(self._hf, prompt_token_ids, skip_special_tokens, prefill_window),
+            skip_special_tokens=skip_special_tokens)
+        self._raw_adjacent_added = raw_adjacent_added
+        self._added_tokens: dict[int, str] = {}
+        self._last_was_added = False
+        if raw_adjacent_added:
+            self._added_tokens = {i: t.content
+                                  for i, t in self._hf.get_added_tokens_decoder().items()}
+            if not self._added_tokens:
+                self._raw_adjacent_added = False
+
+    def run(self, ids: list[int]) -> str:
         """The text of several new tokens, exactly as stepping them one at a time gives it.
 
         The stream steps the longest head of ``ids`` that ends in a token whose own text ends
@@ -212,6 +254,8 @@ class IncrementalDetokenizer:
         PERF: a response that fell behind takes ~70 tokens at a time at 1,024 streams; stepped
         at once they cost ~1.0 instead of ~2.0 us each (the bench's tool-call text, in a loop).
         """
+        if self._raw_adjacent_added or len(ids) == 1:
+            return "".join([self.step(token_id) for token_id in ids])
         cut = self._run_head(ids)
         pieces = []
         if cut:
@@ -226,7 +270,7 @@ class IncrementalDetokenizer:
                 log.warning("decode stream reset after invalid prefix in a run of tokens")
                 self._stream = DecodeStream(skip_special_tokens=self._skip_special_tokens)
                 cut = 0
-        pieces.extend(self._decode_next(token_id) for token_id in ids[cut:])
+        pieces.extend(self.step(token_id) for token_id in ids[cut:])
         return "".join(pieces)
 
     def _run_head(self, ids: list[int]) -> int:
@@ -253,7 +297,7 @@ class IncrementalDetokenizer:
             pass
         return 0
 
-    def _decode_next(self, token_id: int) -> str:
+    def step(self, token_id: int) -> str:
         piece = self._step(token_id)
         if self._raw_adjacent_added:
             content = self._added_tokens.get(token_id)
@@ -276,18 +320,3 @@ class IncrementalDetokenizer:
             log.warning("decode stream reset after invalid prefix at token %r", token_id)
             self._stream = DecodeStream(skip_special_tokens=self._skip_special_tokens)
             return self._stream.step(self._hf, token_id)
-
-    def get_next_output_text(self, finished: bool, delta: bool) -> str:
-        """Text to send now: the whole text, or with `delta` only what was not sent before.
-
-        While unfinished the last `max(len(stop)) - 1` characters are held back.
-        """
-        hold = 0 if finished else self._hold_back
-        if not delta:
-            return self._text[:-hold] if hold else self._text
-        upto = len(self._text) - hold
-        start = self._sent_upto
-        if start < upto:
-            self._sent_upto = upto
-            return self._text[start:upto]
-        return ""

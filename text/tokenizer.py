@@ -20,6 +20,7 @@ from typing import Any
 
 import tokenizers
 
+from text.byte_level import ByteLevelVocab
 from text.model_dir import ModelFiles
 from base.token_ids import TokenIds
 
@@ -47,6 +48,9 @@ class Tokenizer:
         #: (``text/detokenizer.py``) fills it as it meets tokens. Written only by the HTTP hub
         #: (the one thread that updates detokenizers); one byte per token and flag.
         self.ascii_ends = (bytearray(self._vocab_size), bytearray(self._vocab_size))
+        #: Each token's bytes and text when the decoder is byte-level (the detokenizer's fast
+        #: path), else None. Its tables are written only by the HTTP hub.
+        self.byte_level: ByteLevelVocab | None = ByteLevelVocab.of(hf, self._vocab_size)
 
     @classmethod
     def load(cls, model_dir: str, backend: str = "fastokens") -> Tokenizer:

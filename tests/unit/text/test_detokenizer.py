@@ -13,6 +13,13 @@ EMOJI = [1240, 1159, 1152, 1128]  # 😀 as four byte tokens
 FFFD_TOKEN = 66122
 
 
+@pytest.fixture(params=["byte-level", "decode-stream"])
+def tok(request, tok_fast, tok_stream):
+    """Each test on both ways of making text: the byte-level tables (text/byte_level.py) and
+    the DecodeStream."""
+    return tok_fast if request.param == "byte-level" else tok_stream
+
+
 def run(tok, output, *, max_tokens=None, eos_last=False, prompt=PROMPT, **kw):
     """Drive a detokenizer one token per step like the engine would.
 

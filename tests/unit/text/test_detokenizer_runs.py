@@ -11,6 +11,13 @@ from text.detokenizer import IncrementalDetokenizer
 from tests.unit.text.test_stream_prefill import _random_ids
 
 
+@pytest.fixture(params=["byte-level", "decode-stream"])
+def tok(request, tok_fast, tok_stream):
+    """Each test on both ways of making text: the byte-level tables (text/byte_level.py) and
+    the DecodeStream."""
+    return tok_fast if request.param == "byte-level" else tok_stream
+
+
 def _deltas(tok, prompt, runs, sst, one_at_a_time):
     det = IncrementalDetokenizer(tok, prompt, skip_special_tokens=sst)
     deltas = []
@@ -38,14 +45,16 @@ def test_a_run_of_tokens_gives_the_deltas_of_its_tokens_one_by_one(tok, sst):
     assert at_once > 500
 
 
-def test_a_run_of_natural_text_is_stepped_at_once(tok):
+def test_a_run_of_natural_text_is_stepped_at_once(tok_stream):
+    tok = tok_stream
     ids = tok.encode(" The quick brown fox jumps over the lazy dog, 東日本 😀 again." * 5, False)
     runs = [ids[i:i + 17] for i in range(0, len(ids), 17)]
     assert (_deltas(tok, [1], runs, True, False) == _deltas(tok, [1], runs, True, True))
     det = IncrementalDetokenizer(tok, [1])
     calls = []
-    step = det._stream.step
-    det._stream = type("Counting", (), {"step": lambda self, hf, ids: calls.append(ids) or step(hf, ids)})()
+    steps = det._steps
+    step = steps._stream.step
+    steps._stream = type("Counting", (), {"step": lambda self, hf, ids: calls.append(ids) or step(hf, ids)})()
     det.update(ids[:17], False)
     assert len(calls) < 17  # the head went through in one call
 
@@ -61,11 +70,12 @@ def test_an_id_the_stream_cannot_take_inside_a_run_is_skipped_as_one_at_a_time(t
 
 
 @pytest.mark.parametrize("sst", [True, False])
-def test_the_remembered_ascii_ends_are_what_a_decode_says(tok, sst):
+def test_the_remembered_ascii_ends_are_what_a_decode_says(tok_stream, sst):
+    tok = tok_stream
     rng = random.Random(13)
     det = IncrementalDetokenizer(tok, [1], skip_special_tokens=sst)
     for _ in range(200):
-        det._run_head(_random_ids(rng, rng.randrange(2, 8)))
+        det._steps._run_head(_random_ids(rng, rng.randrange(2, 8)))
     known = tok.ascii_ends[sst]
     remembered = [i for i, answer in enumerate(known) if answer]
     assert len(remembered) > 100

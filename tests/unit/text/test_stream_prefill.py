@@ -8,6 +8,12 @@ import pytest
 from text.detokenizer import PREFILL_WINDOW, IncrementalDetokenizer, stream_prefill
 
 
+@pytest.fixture
+def tok(tok_stream):
+    """The pre-fill is the DecodeStream's (the byte-level path needs none)."""
+    return tok_stream
+
+
 def _random_ids(rng: random.Random, n: int) -> list[int]:
     # 40-50% raw-byte tokens (ids 1000-1255) make broken UTF-8 common; a few specials too.
     out = []
