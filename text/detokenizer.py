@@ -48,7 +48,7 @@ PREFILL_WINDOW = 4
 PREFILL_WHOLE_UP_TO = 64
 
 #: Tokens from the end of a run checked for an ASCII-ending text before it is stepped one
-#: token at a time (``IncrementalDetokenizer._decode_run``).
+#: token at a time (``DecodeStreamSteps.run``).
 _RUN_END_CHECKS = 4
 
 
