@@ -21,11 +21,11 @@ from runtime.accept import KnownNameListener
 @pytest.fixture
 def installed():
     """``install`` for a gunicorn config; gunicorn's functions put back after the test."""
-    saved = wsgi.base_environ, util.http_date, message._ip_in_allow_list
+    saved = wsgi.base_environ, util.http_date, message._ip_in_allow_list, wsgi.Response
     cfg = GunicornConfig()
     gunicorn_hot_path.install(cfg)
     yield cfg
-    wsgi.base_environ, util.http_date, message._ip_in_allow_list = saved
+    wsgi.base_environ, util.http_date, message._ip_in_allow_list, wsgi.Response = saved
     gunicorn_hot_path._environ = None
 
 
