@@ -25,7 +25,7 @@ from streaming.prepared import PreparedChoice, PreparedRequest
 from text.detokenizer import IncrementalDetokenizer
 
 
-@dataclass
+@dataclass(slots=True)
 class ChoiceDelta:
     """What one engine output changed for one choice (stream mode: the chunk's content).
 
@@ -76,6 +76,8 @@ class ChoiceState:
 
     def __init__(self, choice: PreparedChoice, ctx: ServingContext) -> None:
         self.choice = choice
+        #: the prompt's length (continuous usage reads it in every chunk)
+        self.prompt_tokens = len(choice.prompt_token_ids)
         self.detokenizer = IncrementalDetokenizer(
             ctx.tokenizer, choice.prompt_token_ids,
             skip_special_tokens=choice.skip_special_tokens,
@@ -112,6 +114,37 @@ class ChoiceState:
     def final_text(self) -> str:
         """The whole output text (non-streamed bodies)."""
         return self.detokenizer.get_next_output_text(True, False)
+
+
+def _interval_held(state: ChoiceState, new_positions: list[Position], finished: bool
+                   ) -> tuple[list[int], list[Position]] | None:
+    """With ``stream_interval`` above 1: None while this output's tokens wait for later ones,
+    else the tokens and logprob positions held so far, now due. vLLM sends the first step, the
+    finishing one, and then every ``stream_interval`` tokens."""
+    state.pending.extend(new_positions)
+    token_ids = state.token_ids
+    if not (finished or state.sent_tokens == 0
+            or len(token_ids) - state.sent_tokens >= state.stream_interval):
+        return None
+    due = token_ids[state.sent_tokens:]
+    state.sent_tokens = len(token_ids)
+    positions, state.pending = state.pending, []
+    return due, positions
+
+
+def _finish(state: ChoiceState, code: int | None, stop_string: str | None,
+            stop_reason: int | str | None) -> tuple[str | None, int | str | None, bool]:
+    """How an output that finished the choice (the engine's ``code``, or a matched stop
+    string) finishes it: the finish and stop reasons (also kept on ``state``), and whether the
+    engine must still be told to stop."""
+    finish_reason = None if code is None else finish_reason_str(code)
+    abort_engine = False
+    if stop_string is not None:
+        abort_engine = code is None
+        finish_reason, stop_reason = "stop", stop_string
+    if finish_reason is not None:
+        state.finish_reason, state.stop_reason = finish_reason, stop_reason
+    return finish_reason, stop_reason, abort_engine
 
 
 class RequestState(OutputState):
@@ -154,11 +187,8 @@ class RequestState(OutputState):
 
     def add(self, choice_index: int, output: Any, frames: Sequence[Any] | None = None
             ) -> ChoiceDelta | None:
-        """Apply one ``EngineCoreOutput`` to choice ``choice_index``.
-
-        Args:
-            frames: the multipart message the output came in (logprob arrays may live in aux
-                frames).
+        """Apply one ``EngineCoreOutput`` to choice ``choice_index`` (``frames``: the multipart
+        message it came in; logprob arrays may live in its aux frames).
 
         Returns:
             The delta, or None when there is nothing to send: the choice had already finished
@@ -170,48 +200,49 @@ class RequestState(OutputState):
                 an SSE error event, docs/text-parity.md §8.3).
         """
         state = self.choices[choice_index]
-        if state.finished:
+        if state.finish_reason is not None:
             return None
         code = output.finish_reason
-        if code == FinishReason.ERROR:
-            raise engine_request_error(getattr(output, "error", None))
-        first = self._take_side_fields(state, output, frames)
+        if code is None and state.started and output.new_prompt_logprobs_tensors is None:
+            # PERF: an output in the middle of a generation carries nothing beside its tokens
+            # (what ``_take_side_fields`` reads comes with the first or the last one).
+            first = False
+        else:
+            if code == FinishReason.ERROR:
+                raise engine_request_error(getattr(output, "error", None))
+            first = self._take_side_fields(state, output, frames)
         choice = state.choice
-        before = state.num_output_tokens
-        stop_string = state.detokenizer.update(output.new_token_ids,
-                                               code == FinishReason.STOP)
-        new_ids = state.token_ids[before:]
-        finish_reason = None if code is None else finish_reason_str(code)
-        stop_reason = output.stop_reason
-        abort_engine = False
-        if stop_string is not None:
-            abort_engine = code is None
-            finish_reason, stop_reason = "stop", stop_string
+        detokenizer = state.detokenizer
+        token_ids = detokenizer.token_ids  # the live list: ``update`` changes it in place
+        before = len(token_ids)
+        stop_string = detokenizer.update(output.new_token_ids,
+                                         code is not None and code == FinishReason.STOP)
+        new_ids = token_ids[before:]
+        if code is None and stop_string is None:
+            finish_reason, stop_reason, abort_engine = None, output.stop_reason, False
+        else:
+            finish_reason, stop_reason, abort_engine = _finish(state, code, stop_string,
+                                                               output.stop_reason)
+        finished = finish_reason is not None
         new_positions: list[Position] = []
         if output.new_logprobs is not None and choice.logprobs is not None:
             new_positions = positions_from(output.new_logprobs, choice.logprobs,
                                            frames)[:len(new_ids)]
-        finished = finish_reason is not None
-        if finished:
-            state.finish_reason, state.stop_reason = finish_reason, stop_reason
 
         if not self.prepared.stream:
             state.positions.extend(new_positions)
             return ChoiceDelta(choice.index, "", new_ids, None, finish_reason, stop_reason,
-                               abort_engine, first, state.num_output_tokens)
-        state.pending.extend(new_positions)
+                               abort_engine, first, len(token_ids))
         if state.stream_interval > 1:
-            # vLLM sends the first step, the finishing one, and then every stream_interval tokens.
-            if not (finished or state.sent_tokens == 0
-                    or state.num_output_tokens - state.sent_tokens >= state.stream_interval):
+            held = _interval_held(state, new_positions, finished)
+            if held is None:
                 return None
-            new_ids = state.token_ids[state.sent_tokens:]
-            state.sent_tokens = state.num_output_tokens
-        new_positions, state.pending = state.pending, []
-        text = state.detokenizer.get_next_output_text(finished, True)
-        logprobs = self._stream_logprobs(state, new_ids, new_positions, first)
+            new_ids, new_positions = held
+        text = detokenizer.get_next_output_text(finished, True)
+        logprobs = (None if self.prepared.logprobs is None
+                    else self._stream_logprobs(state, new_ids, new_positions, first))
         return ChoiceDelta(choice.index, text, new_ids, logprobs, finish_reason, stop_reason,
-                           abort_engine, first, state.num_output_tokens)
+                           abort_engine, first, len(token_ids))
 
     def _take_side_fields(self, state: ChoiceState, output: Any,
                           frames: Sequence[Any] | None) -> bool:

@@ -105,6 +105,7 @@ class BeamChoiceState:
     def __init__(self, choice: PreparedChoice, text: str, token_ids: list[int], beam: Beam
                  ) -> None:
         self.choice = choice
+        self.prompt_tokens = len(choice.prompt_token_ids)
         self._text = text
         self.token_ids = token_ids
         self.positions = beam.positions[:len(token_ids)]

@@ -51,7 +51,7 @@ class CompletionStreamRenderer(ChunkStreamRenderer):
                   "token_ids": delta.token_ids if p.return_token_ids else None}
         extra: dict[str, Any] = {}
         if p.continuous_usage:
-            prompt = len(c.choice.prompt_token_ids)
+            prompt = c.prompt_tokens
             extra["usage"] = {"prompt_tokens": prompt,
                               "total_tokens": prompt + delta.completion_tokens,
                               "completion_tokens": delta.completion_tokens}

@@ -171,7 +171,7 @@ class GenerateStreamRenderer(StreamRenderer):
         body["output_mode"] = self.mode
         body["choices"] = [choice]
         if self.prepared.continuous_usage:
-            prompt = len(state.choices[choice_index].choice.prompt_token_ids)
+            prompt = state.choices[choice_index].prompt_tokens
             body["usage"] = {"prompt_tokens": prompt,
                              "total_tokens": prompt + delta.completion_tokens,
                              "completion_tokens": delta.completion_tokens,
