@@ -139,8 +139,8 @@ class IncrementalDetokenizer:
         if not new_token_ids:
             return None
         if not self._stop and not (stop_terminated and not self._include_stop):
-            # PERF: the common step (no stop strings, nothing withheld) in four lines: 0.47 ->
-            # ~0.3 us per one-token step in a loop, bench/RESULTS.md §6.2.3.
+            # PERF: the common step (no stop strings, nothing withheld) without the offsets'
+            # bookkeeping: 0.47 -> 0.40 us per one-token step (a loop over ~800-token texts).
             self._token_ids.extend(new_token_ids)
             self._text += self._steps.run(new_token_ids)
             return None
