@@ -166,9 +166,8 @@ class CoalescingResponse(_GunicornResponse):
     def _emit_body(self, data: bytes) -> None:
         if self.chunked:
             data = b"%X\r\n%s\r\n" % (len(data), data)
-        held = self._held
-        if held is not None:
-            self._held = None
+        held = self._take_held()
+        if held:
             if len(data) <= COALESCE_MAX:
                 data = held + data
             else:
@@ -177,21 +176,18 @@ class CoalescingResponse(_GunicornResponse):
 
     def sendfile(self, respiter: Any) -> bool:
         self.send_headers()
-        self._flush()
+        held = self._take_held()
+        if held:
+            send(self.sock, held)
         return super().sendfile(respiter)
 
     def close(self) -> None:
         self.send_headers()
-        end = b"0\r\n\r\n" if self.chunked else b""
-        held = self._held
-        if held is not None:
-            self._held = None
-            end = held + end
+        end = self._take_held() + (b"0\r\n\r\n" if self.chunked else b"")
         if end:
             send(self.sock, end)
 
-    def _flush(self) -> None:
-        held = self._held
-        if held is not None:
-            self._held = None
-            send(self.sock, held)
+    def _take_held(self) -> bytes:
+        """The header block not sent yet (``b""`` once sent); it is the caller's to send."""
+        held, self._held = self._held, None
+        return held or b""

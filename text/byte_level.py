@@ -61,7 +61,7 @@ class ByteLevelVocab:
     characters. Filled lazily, as tokens are met.
 
     Owned by the HTTP hub (the one thread that writes the tables); any thread may call
-    `prompt_pending`, which reads only the tokenizer.
+    `prompt_pending`, which reads the tables and the tokenizer but writes nothing.
     """
 
     def __init__(self, hf: tokenizers.Tokenizer, vocab_size: int) -> None:
