@@ -73,7 +73,7 @@ class _Stream:
                 self.server.sendall(b"%X\r\n%s\r\n" % (len(chunk), chunk))
 
     def deliver(self, token_id: int) -> None:
-        self.stream.deliver(EngineCoreOutput(self.stream.request_id, [token_id]))
+        self.stream.deliver(EngineCoreOutput(self.stream.request_id, [token_id]), None, "default")
 
     def empty_peer(self) -> int:
         """Read what the client got; returns its count of SSE events."""

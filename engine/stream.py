@@ -145,8 +145,8 @@ class RequestStream:
     """
 
     __slots__ = ("request_id", "engine_rank", "finished", "error", "weight_versions", "timing",
-                 "prefill_tokens", "_tokens_seen", "_outputs", "_waker", "_abort", "_run",
-                 "_run_ids", "_run_last")
+                 "prefill_tokens", "_tokens_seen", "_version", "_outputs", "_waker", "_abort",
+                 "_run_first", "_run_frames", "_run_ids", "_run_last")
 
     def __init__(self, request_id: str, engine_rank: int, waker: Waker,
                  abort: Callable[[list[str]], None]) -> None:
@@ -160,13 +160,17 @@ class RequestStream:
         #: Prompt tokens while no output arrived (the engine-I/O thread's admission count).
         self.prefill_tokens = 0
         self._tokens_seen = 0
+        #: the last span's version (``weight_versions[-1][0]``), None before any
+        self._version: str | None = None
         #: closed runs and outputs that cannot merge, in arrival order
         self._outputs: deque[Any] = deque()
         self._waker = waker
         self._abort = abort
-        #: the open run of plain outputs not taken yet: its first (output, frames), the run's
-        #: token ids once a second output joined it (None before), and its last output
-        self._run: tuple[Any, list | None] | None = None
+        #: the open run of plain outputs not taken yet: its first output (None: no run) and
+        #: that output's frames, the run's token ids once a second output joined it (None
+        #: before), and its last output
+        self._run_first: Any = None
+        self._run_frames: list | None = None
         self._run_ids: list[int] | None = None
         self._run_last: Any = None
 
@@ -178,9 +182,9 @@ class RequestStream:
         step message's."""
         new_tokens = len(output.new_token_ids)
         if new_tokens:
-            spans = self.weight_versions
-            if weight_version is not None and (not spans or spans[-1][0] != weight_version):
-                spans.append((weight_version, self._tokens_seen))
+            if weight_version != self._version and weight_version is not None:
+                self._version = weight_version
+                self.weight_versions.append((weight_version, self._tokens_seen))
             self._tokens_seen += new_tokens
         # A response that does not keep up with its engine (its client reads slowly, the hub
         # is busy) writes one chunk for all the steps it missed, as vLLM's output collector
@@ -191,21 +195,23 @@ class RequestStream:
         # PERF: merging at once instead of queueing every output and merging the queue on each
         # take (and every 64 outputs): the merge and its checks were 22% of the HTTP hub's GIL
         # samples at 1,024 streams in one worker (py-spy --gil), this path ~1/3 of that.
+        # PERF: the version, the run and its parts are slots of this object, not a list of
+        # spans and a tuple to look into: in a worker under 1,024 streams each object a
+        # delivery touches is a cache miss (bench/RESULTS.md §6.2.3).
         if _plain(output):
-            run = self._run
-            if run is not None and output.prefill_stats is None:
+            if self._run_first is not None and output.prefill_stats is None:
                 ids = self._run_ids
                 if ids is None:
-                    ids = self._run_ids = list(run[0].new_token_ids)
+                    ids = self._run_ids = list(self._run_first.new_token_ids)
                 ids.extend(output.new_token_ids)
-                self._run_last = output
             else:
-                if run is not None:
+                if self._run_first is not None:
                     self._close_run()
-                self._run = (output, frames)
-                self._run_last = output
+                self._run_first = output
+                self._run_frames = frames
+            self._run_last = output
         else:
-            if self._run is not None:
+            if self._run_first is not None:
                 self._close_run()
             self._outputs.append((output, frames))
         if output.finish_reason is not None:
@@ -222,7 +228,7 @@ class RequestStream:
     def take(self) -> list[tuple[Any, list | None]]:
         """Every (output, frames) pair that arrived since the last call, each run of plain
         outputs merged into one."""
-        if self._run is not None:
+        if self._run_first is not None:
             self._close_run()
         outputs = self._outputs
         if not outputs:
@@ -232,14 +238,14 @@ class RequestStream:
         return taken
 
     def _close_run(self) -> None:
-        run, ids, last = self._run, self._run_ids, self._run_last
+        first, ids, last = self._run_first, self._run_ids, self._run_last
         if ids is None:
-            self._outputs.append(run)  # a single output, untouched (its frames kept)
+            self._outputs.append((first, self._run_frames))  # one output, untouched
         else:
             self._outputs.append((msgspec.structs.replace(
-                run[0], new_token_ids=ids, finish_reason=last.finish_reason,
+                first, new_token_ids=ids, finish_reason=last.finish_reason,
                 stop_reason=last.stop_reason), None))
-        self._run = self._run_ids = self._run_last = None
+        self._run_first = self._run_frames = self._run_ids = self._run_last = None
 
     def abort(self) -> None:
         """Stop the engine working on this request (idempotent; no-op once finished)."""
