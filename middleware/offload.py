@@ -24,7 +24,7 @@ from base.errors import ApiError, PayloadTooLarge, ServerError
 from middleware.errors import wsgi_error
 from middleware.slow_clients import RealSocket, WriteWatch, bound_send_buffer
 from runtime.cancellation import CANCEL_KEY, Cancellation
-from runtime.request_pool import RequestPool, Skipped
+from runtime.request_pool import LIGHT_BODY_BYTES, RequestPool, Skipped
 from streaming.error_response import http_parts
 
 log = logging.getLogger("greenfront.offload")
@@ -220,18 +220,20 @@ class OffloadMiddleware:
         stop_watching = watch.stop if watch is not None else _nothing
 
         try:
-            return self._respond(environ, start_response, cancel, stop_watching)
+            return self._respond(environ, start_response, cancel, stop_watching,
+                                 len(body) <= LIGHT_BODY_BYTES)
         except BaseException:
             stop_watching()
             raise
 
     def _respond(self, environ: dict, start_response: Callable, cancel: Cancellation,
-                 stop_watching: Callable[[], None]) -> Iterable[bytes]:
+                 stop_watching: Callable[[], None], light: bool) -> Iterable[bytes]:
         captured = _Captured()
         try:
             if self._enabled:
-                result = self._pool().apply(self._app, (environ, captured),
-                                            cancelled=lambda: cancel.cancelled)
+                result = self._pool().apply(
+                    self._app, (environ, captured), cancelled=lambda: cancel.cancelled,
+                    light=light)
             else:
                 result = self._app(environ, captured)
         except Skipped:  # the client left while its request waited for a thread

@@ -39,41 +39,62 @@ class Skipped(Exception):
     """The work was cancelled before a thread picked it up; it never ran."""
 
 
+#: A request body up to this size is light work (``RequestPool.apply``'s ``light``): a short
+#: prompt's parse, template and tokenization, bounded at a few ms even with a chat template.
+LIGHT_BODY_BYTES = 16 * 1024
+
+
 class RequestPool:
-    """``size`` native threads running calls handed over from the HTTP hub.
+    """``size`` native threads running calls handed over from the HTTP hub, and, when the pool
+    runs at a niceness of its own, ``size`` more for light work at the process's niceness.
 
     Args:
-        size: number of threads.
-        nice: niceness the threads take (0: the process's). Tokenizing threads then yield a
-            contended core to the HTTP hub and the engine-I/O thread at once.
+        size: number of threads per lane.
+        nice: niceness the heavy lane's threads take (0: the process's, and one lane only).
+            Tokenizing threads then yield a contended core to the HTTP hub and the engine-I/O
+            thread at once.
+
+    Why two lanes: a nice thread is the last to get a contended core, which is what a 300k-
+    character prompt's tokenizing should be, but not a short prompt's: under 1,024 streams on
+    a saturated machine each new stream's request work waited behind everything else for a
+    time slice. Light work (a body up to ``LIGHT_BODY_BYTES``) runs on threads at the
+    process's niceness. A thread cannot move between the two: an unprivileged thread may raise
+    its niceness but never lower it again. PERF (``python -m bench --scenarios stream
+    --workers 2``, alternated, bench/RESULTS.md §6.2.4): one nice lane gave TTFT p50 109 / 118
+    ms, the light work at niceness 0 93 / 101 ms; with the whole pool at niceness 0, /health p99
+    under long prompts was 16-23 ms against 8.0-8.6 ms (``--scenarios long``, three rounds).
     """
 
     def __init__(self, size: int, nice: int = 0) -> None:
         self.size = size
         self.nice = nice
         self._queue: Any = _queue.SimpleQueue()
+        self._light: Any = _queue.SimpleQueue() if nice else self._queue
         self._inbox: HubInbox[tuple[Waiter, Any, BaseException | None]] = HubInbox(
             _deliver_all)
-        self._threads = ThreadPool(size)
-        for _ in range(size):
-            self._threads.spawn(self._serve)
+        lanes = [(self._queue, nice)] + ([(self._light, 0)] if nice else [])
+        self._threads = ThreadPool(size * len(lanes))
+        for queue, lane_nice in lanes:
+            for _ in range(size):
+                self._threads.spawn(self._serve, queue, lane_nice)
 
     def apply(self, fn: Callable[..., Any], args: tuple = (),
-              cancelled: Callable[[], bool] | None = None) -> Any:
-        """HTTP hub: run ``fn(*args)`` on a pool thread and wait (this greenlet only) for it.
+              cancelled: Callable[[], bool] | None = None, light: bool = False) -> Any:
+        """HTTP hub: run ``fn(*args)`` on a pool thread and wait (this greenlet only) for it;
+        ``light`` work (bounded by a small input) takes the threads at the process's niceness.
 
         Raises what ``fn`` raised, or ``Skipped`` when ``cancelled()`` was true before a thread
         started it.
         """
         waiter = Waiter()
-        self._queue.put((fn, args, cancelled, waiter))
+        (self._light if light else self._queue).put((fn, args, cancelled, waiter))
         return waiter.get()
 
-    def _serve(self) -> None:
-        """Pool thread: run queued calls until told to stop."""
-        if self.nice:
-            _lower_priority(self.nice)
-        get, post = self._queue.get, self._inbox.post
+    def _serve(self, queue: Any, nice: int) -> None:
+        """Pool thread: run calls from ``queue`` until told to stop."""
+        if nice:
+            _lower_priority(nice)
+        get, post = queue.get, self._inbox.post
         while True:
             item = get()
             if item is _STOP:
@@ -93,8 +114,9 @@ class RequestPool:
     def shutdown(self) -> None:
         """Stop the threads once they finish what they run; never waits for them. The hand-off
         stays open: a call still running may deliver its result to a greenlet that waits."""
-        for _ in range(self.size):
-            self._queue.put(_STOP)
+        for queue in {id(self._queue): self._queue, id(self._light): self._light}.values():
+            for _ in range(self.size):
+                queue.put(_STOP)
 
 
 def _lower_priority(nice: int) -> None:

@@ -24,7 +24,7 @@ from rpc.inference.output import (GrpcOutputState, aborted_deltas, prompt_info,
 from rpc.proto import inference_pb2 as pb
 from rpc.status import Code, RpcError
 from runtime.lora_registry import lora_registry
-from runtime.request_pool import RequestPool, Skipped
+from runtime.request_pool import LIGHT_BODY_BYTES, RequestPool, Skipped
 from runtime.serving_context import ServingContext
 from runtime.shutdown import Drain
 from runtime.state import WorkerState
@@ -133,8 +133,9 @@ class InferenceService:
             return prepared, start_generation(prepared, state.client, call.cancel,
                                               data_parallel_rank=rank)
         try:
-            prepared, generation = self._pool().apply(submit, (),
-                                                      cancelled=lambda: call.cancel.cancelled)
+            prepared, generation = self._pool().apply(
+                submit, (), cancelled=lambda: call.cancel.cancelled,
+                light=request.ByteSize() <= LIGHT_BODY_BYTES)
         except (Skipped, ClientGone):
             raise StreamGone() from None
         output = GrpcOutputState(prepared, ctx, generation)

@@ -84,3 +84,41 @@ def test_pool_threads_take_the_niceness_they_are_given_and_the_hub_keeps_its_own
         assert os.getpriority(os.PRIO_PROCESS, _native_tid()) == before
     finally:
         nice_pool.shutdown()
+
+
+def test_light_work_runs_at_the_process_niceness_and_heavy_work_at_the_pools():
+    import os
+
+    before = os.getpriority(os.PRIO_PROCESS, _native_tid())
+    nice = min(19, before + 7)
+    lanes = RequestPool(2, nice=nice)
+    try:
+        heavy = {lanes.apply(_native_tid) for _ in range(20)}
+        light = {lanes.apply(_native_tid, light=True) for _ in range(20)}
+        assert heavy.isdisjoint(light)  # separate threads: niceness is never lowered again
+        assert {os.getpriority(os.PRIO_PROCESS, tid) for tid in heavy} == {nice}
+        assert {os.getpriority(os.PRIO_PROCESS, tid) for tid in light} == {before}
+    finally:
+        lanes.shutdown()
+
+
+def test_light_work_is_not_queued_behind_heavy_work():
+    gate = monkey.get_original("threading", "Event")()
+    lanes = RequestPool(1, nice=1)
+    try:
+        blocked = gevent.spawn(lanes.apply, gate.wait, (10,))  # the one heavy thread is busy
+        gevent.sleep(0.05)
+        assert lanes.apply(lambda: "light", light=True) == "light"
+        gate.set()
+        assert blocked.get(timeout=10) is True
+    finally:
+        gate.set()
+        lanes.shutdown()
+
+
+def test_without_a_niceness_light_and_heavy_work_share_one_lane():
+    lane = RequestPool(1)
+    try:
+        assert lane.apply(_native_tid) == lane.apply(_native_tid, light=True)
+    finally:
+        lane.shutdown()
