@@ -87,7 +87,8 @@ class Config(FrontendOptions, GrpcSettings, MessagesSettings, ParitySettings,
     request_threads: int = setting(
         ("GREENFRONT_REQUEST_WORKER_THREADS", "VLLM_RS_REQUEST_WORKER_THREADS"), capped_threads,
         min(REQUEST_THREADS_CAP, os.cpu_count() or 1),
-        "request-pool threads per worker", shown=f"CPUs, capped at {REQUEST_THREADS_CAP}")
+        "request-pool threads per worker (per lane when `GREENFRONT_POOL_NICE` is set: as "
+        "many again for light work)", shown=f"CPUs, capped at {REQUEST_THREADS_CAP}")
     zmq_threads: int = setting(
         ("GREENFRONT_ZMQ_WORKER_THREADS", "VLLM_RS_ZMQ_WORKER_THREADS"), positive_int, 4,
         "libzmq I/O threads of the engine client (4 as vllm-rs; more pays only with many engines)")
@@ -102,8 +103,9 @@ class Config(FrontendOptions, GrpcSettings, MessagesSettings, ParitySettings,
         "a worker's `gc.set_threshold` (three comma-separated numbers)", shown="`20000,50,20`")
     pool_nice: int = setting(
         ("GREENFRONT_POOL_NICE",), niceness, 10,
-        "niceness of the request-pool threads (0: the process's), so the HTTP hub and engine I/O "
-        "get a contended core first")
+        "niceness of the request-pool threads that take heavy work (a body over 16 KiB), so the "
+        "HTTP hub and engine I/O get a contended core first; light work has threads at the "
+        "process's niceness (0: one lane, all at the process's)")
     engine_mode: str = setting(
         ("GREENFRONT_ENGINE",), choice("sim", "external", "launched"), "sim",
         "`sim`: start the built-in simulator; `external`: wait for engines to handshake; "
