@@ -100,6 +100,9 @@ class EngineClient(UtilityCalling):
         self._registrations = Registrations(self.ranks, max_model_len_cap)
         self.registrations = self._registrations.by_rank  # HTTP hub: rank -> registration
         self.ready = False
+        #: HTTP hub: the task discovery that turns ``ready`` has started (once: a registration
+        #: read from the run dir and then sent live both complete the set).
+        self._discovering = False
         self.dead_reason: str | None = None
         self.max_model_len: int | None = None
         self.supported_tasks: tuple[str, ...] = ()  # engine.tasks; known before ready
@@ -388,7 +391,8 @@ class EngineClient(UtilityCalling):
     def _register(self, rank: int, registration: Any) -> None:
         if self._registrations.add(rank, registration):
             self.max_model_len = self._registrations.max_model_len
-            if not self.ready:
+            if not self._discovering:
+                self._discovering = True
                 gevent.spawn(self._discover_tasks)
 
     def _discover_tasks(self) -> None:

@@ -39,7 +39,9 @@ class GreenfrontServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.run_dir = tempfile.mkdtemp(prefix="greenfront-test-")
-        self.log_path = os.path.join(self.run_dir, "server.log")
+        # Beside the run dir, not in it: the server removes its run dir when it exits, and a
+        # failed start's message must still show the log.
+        self.log_path = self.run_dir + ".log"
         self.env = dict(os.environ)
         self.env.update({
             "GREENFRONT_MODEL": model_dir,
@@ -101,6 +103,8 @@ class GreenfrontServer:
         reap(self.proc, grace=10)
         self._log.close()
         self.proc = None
+        with contextlib.suppress(OSError):
+            os.unlink(self.log_path)
 
     def stop_later(self) -> None:
         """``stop`` on a thread of its own, for a deployment no test looks at any more: its

@@ -34,14 +34,19 @@ class FakeEngine:
                  tasks: tuple[str, ...] | None = ("generate",)) -> None:
         """Register, then answer the client's ``get_supported_tasks`` call with ``tasks`` (the
         client is ready only then); ``tasks`` None leaves that call to the test."""
-        self.requests.send(protocol.encode_registration(EngineCoreReadyResponse(
+        self.requests.send(self.registration(max_model_len))
+        if tasks is not None:
+            self.answer_supported_tasks(list(tasks))
+
+    def registration(self, max_model_len: int = 4096) -> bytes:
+        """The registration payload this engine sends (what a worker also shares in its run
+        dir, ``engine.shared_registrations``)."""
+        return protocol.encode_registration(EngineCoreReadyResponse(
             max_model_len=max_model_len, num_gpu_blocks=1024, block_size=16,
             dp_stats_address=None, dtype="bfloat16", vllm_version="0.32.0", world_size=1,
             data_parallel_size=1, tensor_parallel_size=1, pipeline_parallel_size=1,
             decode_context_parallel_size=1, data_parallel_rank=self.rank, max_num_seqs=64,
-            max_num_batched_tokens=8192, instance_id="1", supports_lora=False, max_loras=0)))
-        if tasks is not None:
-            self.answer_supported_tasks(list(tasks))
+            max_num_batched_tokens=8192, instance_id="1", supports_lora=False, max_loras=0))
 
     def answer_supported_tasks(self, tasks: object) -> None:
         """Answer the client's next message, which must be the ``get_supported_tasks`` call."""

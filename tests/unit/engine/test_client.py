@@ -12,7 +12,7 @@ import time
 import gevent
 import pytest
 
-from engine import protocol
+from engine import protocol, shared_registrations
 from engine.client import EngineClient
 from engine.protocol import (EngineCoreOutput, EngineCoreOutputs, EngineCoreRequest, RequestType,
                              SamplingParams)
@@ -177,5 +177,29 @@ def test_a_new_request_reaches_the_engine_before_a_backlog_of_outputs_is_drained
         assert kind == RequestType.ADD and added.request_id == "new"
     finally:
         observer.release.set()
+        engine.close()
+        client.stop()
+
+
+def test_a_registration_read_from_the_run_dir_then_sent_live_turns_ready_once(tmp_path):
+    """A worker that starts after a sibling finds the engine's registration in the run dir, and
+    the engine then sends it live too: the task discovery and the ready hooks (which load
+    ``--lora-modules``) run once, not once per copy."""
+    inputs, outputs = f"ipc://{tmp_path}/in", f"ipc://{tmp_path}/out"
+    engine_rank = 0
+    ready_calls = []
+    client = EngineClient(input_address=inputs, output_address=outputs, client_index=0,
+                          registration_dir=str(tmp_path),
+                          on_ready=lambda: ready_calls.append(time.monotonic()))
+    engine = FakeEngine(inputs, outputs, rank=engine_rank)
+    shared_registrations.save(str(tmp_path), engine_rank, engine.registration())
+    client.start()
+    try:
+        engine.register(tasks=None)  # live, while the discovery the file started waits
+        engine.answer_supported_tasks(["generate"])
+        assert client.wait_ready(10.0)
+        assert not _wait(lambda: engine.requests.poll(0), 1.0), "a second discovery was sent"
+        assert len(ready_calls) == 1
+    finally:
         engine.close()
         client.stop()
